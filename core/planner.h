@@ -1,0 +1,45 @@
+// The interface every planning algorithm implements.
+#ifndef MEMPLAN_CORE_PLANNER_H_
+#define MEMPLAN_CORE_PLANNER_H_
+
+#include <atomic>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/types.h"
+
+namespace memplan {
+
+// What bounds one planning run: the caller's deadline and cancellation.
+struct PlanContext {
+  // The planner stops with DEADLINE_EXCEEDED once this time has passed.
+  absl::Time deadline = absl::InfiniteFuture();
+  // When set and true, the planner stops with CANCELLED. Not owned.
+  const std::atomic<bool>* cancelled = nullptr;
+
+  // Returns OK, DEADLINE_EXCEEDED or CANCELLED.
+  absl::Status Check() const;
+};
+
+// A planning algorithm. Implementations are stateless and thread-safe: one
+// instance may plan many problems concurrently.
+class Planner {
+ public:
+  virtual ~Planner() = default;
+
+  // Returns the strategy's name as it appears in stats.planner, e.g.
+  // "inductor".
+  virtual absl::string_view name() const = 0;
+
+  // Returns a plan for `problem`, which must have passed ValidateProblem
+  // (core/problem.h): one assignment per buffer, offsets in bytes, every
+  // offset a multiple of problem.alignment. Returns DEADLINE_EXCEEDED or
+  // CANCELLED when `context` says so.
+  virtual absl::StatusOr<Plan> PlanProblem(const Problem& problem,
+                                           const PlanContext& context) const = 0;
+};
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_PLANNER_H_

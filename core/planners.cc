@@ -1,0 +1,21 @@
+#include "core/planners.h"
+
+#include "core/inductor_planner.h"
+
+namespace memplan {
+
+const std::vector<const Planner*>& AllPlanners() {
+  static const auto* const kPlanners = new std::vector<const Planner*>{
+      new InductorPlanner(),
+  };
+  return *kPlanners;
+}
+
+const Planner* FindPlanner(absl::string_view name) {
+  for (const Planner* planner : AllPlanners()) {
+    if (planner->name() == name) return planner;
+  }
+  return nullptr;
+}
+
+}  // namespace memplan

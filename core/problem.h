@@ -1,0 +1,22 @@
+// Checks that a Problem is well formed before any planner sees it.
+#ifndef MEMPLAN_CORE_PROBLEM_H_
+#define MEMPLAN_CORE_PROBLEM_H_
+
+#include "absl/status/status.h"
+#include "core/types.h"
+
+namespace memplan {
+
+// Returns OK when every planner may plan `problem`, else INVALID_ARGUMENT
+// with a message naming the buffer (index and first name) and the field, in
+// the wire's field names, e.g.
+//   buffers[3] ("buf7"): size_bytes must be in [0, 1099511627776], got -5
+// Checks: at least one buffer; every buffer has at least one name, names
+// non-empty and unique across all buffers (one name in two groups is an
+// error); 0 <= size <= kMaxBufferBytes; 0 <= begin <= end <= kMaxTimestep;
+// alignment a power of two in [1, kMaxAlignment].
+absl::Status ValidateProblem(const Problem& problem);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_PROBLEM_H_

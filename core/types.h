@@ -1,0 +1,160 @@
+// Value types of the planning core: buffers, live ranges, pools, plans.
+//
+// The vocabulary follows PyTorch Inductor's memory_planning.py: a buffer
+// group (several names, one storage) lives over a half-open live range of
+// timesteps; a plan puts every buffer into a pool of one device at a byte
+// offset.
+//
+//   offset ^
+//          |        +------+
+//          |  +-----+  b1  |        b0 and b2 share bytes: their live
+//          |  |  b0 +------+        ranges [0,3) and [3,6) do not intersect.
+//          |  +-----+--------+
+//          |        |   b2   |
+//          +--------+--------+----> timestep
+//          0        3        6
+#ifndef MEMPLAN_CORE_TYPES_H_
+#define MEMPLAN_CORE_TYPES_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace memplan {
+
+using Bytes = int64_t;     // a size or a byte offset in a pool
+using Timestep = int64_t;  // a point in the caller's schedule
+
+// Every offset is a multiple of this unless the request says otherwise, as
+// Inductor's ALIGN_BYTES.
+inline constexpr Bytes kDefaultAlignment = 64;
+
+// Largest buffer size accepted (1 TiB), so that sums over millions of
+// buffers stay far from int64 overflow.
+inline constexpr Bytes kMaxBufferBytes = Bytes{1} << 40;
+
+// Largest timestep accepted (2^53), so that lengths and sums cannot overflow.
+inline constexpr Timestep kMaxTimestep = Timestep{1} << 53;
+
+// Largest alignment accepted (1 GiB).
+inline constexpr Bytes kMaxAlignment = Bytes{1} << 30;
+
+// Returns `bytes` rounded up to a multiple of `alignment` (> 0), as
+// Inductor's `_align` for alignment 64.
+inline Bytes AlignUp(Bytes bytes, Bytes alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+// A half-open interval [begin, end) of timesteps during which a buffer is
+// live, as Inductor's LiveRange. Invariant: begin <= end. A buffer ending at
+// t and one beginning at t may share bytes.
+struct LiveRange {
+  Timestep begin = 0;  // first timestep live (inclusive)
+  Timestep end = 0;    // first timestep no longer live (exclusive)
+
+  // Number of timesteps, as Inductor's `len(LiveRange)`.
+  Timestep length() const { return end - begin; }
+
+  friend bool operator==(const LiveRange& a, const LiveRange& b) {
+    return a.begin == b.begin && a.end == b.end;
+  }
+  friend bool operator!=(const LiveRange& a, const LiveRange& b) {
+    return !(a == b);
+  }
+};
+
+// Prints "[begin,end)".
+std::ostream& operator<<(std::ostream& os, const LiveRange& range);
+
+// How buffers may share pools, as Inductor's `config.memory_pool`.
+enum class PoolMode {
+  // Pools never grow past their first buffer; every output has its own pool.
+  kNone,
+  // Every output has a pool of its own, its size rounded up at most to the
+  // alignment, holding no other output; intermediates may use any pool
+  // while they fit. Inductor's default.
+  kIntermediates,
+  // All outputs of a device in one pool; intermediates in others (or in
+  // gaps of the outputs' pool).
+  kOutputs,
+  // One growing pool per device for outputs and intermediates.
+  kCombined,
+};
+
+// Returns "none", "intermediates", "outputs" or "combined".
+const char* PoolModeName(PoolMode mode);
+std::ostream& operator<<(std::ostream& os, PoolMode mode);
+
+// One buffer group: one allocation that may carry several names through
+// in-place reuse, as Inductor's BufferGroup.
+struct Buffer {
+  std::vector<std::string> names;  // first is the allocating buffer; unique
+  Bytes size = 0;                  // bytes (Inductor's size hint); >= 0
+  std::string symbolic_size;       // sympy expression of the bytes, or ""
+  LiveRange live_range;            // half-open, in timesteps
+  bool is_output = false;          // a graph output (lives to the last step)
+  std::string device;              // e.g. "cuda:0"; pools hold one device
+  std::string dtype;               // e.g. "torch.float32"; informational
+  // The size depends on data (Inductor's unbacked symbols): as torch 2.11,
+  // the buffer may only join a pool whose first use is not earlier than its
+  // own begin (Allocation.earliest_available).
+  bool size_is_data_dependent = false;
+
+  friend bool operator==(const Buffer& a, const Buffer& b);
+};
+
+// Prints "name[begin,end)+size@device".
+std::ostream& operator<<(std::ostream& os, const Buffer& buffer);
+
+// A planning problem: the buffers of one graph and how they may share.
+struct Problem {
+  std::vector<Buffer> buffers;
+  PoolMode pool_mode = PoolMode::kIntermediates;
+  Bytes alignment = kDefaultAlignment;  // bytes; a power of two
+};
+
+// One allocation the caller makes for a device.
+struct Pool {
+  std::string name;    // "pool0", "pool1", ... in creation order
+  std::string device;  // the device of every buffer in the pool
+  Bytes size = 0;      // bytes the caller allocates
+
+  friend bool operator==(const Pool& a, const Pool& b) {
+    return a.name == b.name && a.device == b.device && a.size == b.size;
+  }
+};
+
+// Prints "name@device+size".
+std::ostream& operator<<(std::ostream& os, const Pool& pool);
+
+// Where one buffer lives.
+struct Assignment {
+  int32_t pool = -1;  // index into Plan::pools
+  Bytes offset = 0;   // bytes from the start of the pool
+
+  friend bool operator==(const Assignment& a, const Assignment& b) {
+    return a.pool == b.pool && a.offset == b.offset;
+  }
+};
+
+// Prints "pool#index@offset".
+std::ostream& operator<<(std::ostream& os, const Assignment& assignment);
+
+// A plan: pools, and one assignment per buffer, parallel to
+// Problem::buffers.
+struct Plan {
+  std::vector<Pool> pools;
+  std::vector<Assignment> assignments;
+
+  friend bool operator==(const Plan& a, const Plan& b) {
+    return a.pools == b.pools && a.assignments == b.assignments;
+  }
+};
+
+// Prints the pools and the assignments, one per line.
+std::ostream& operator<<(std::ostream& os, const Plan& plan);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_TYPES_H_

@@ -1,0 +1,32 @@
+// An independent check of any plan. It shares no code with the planners, so
+// a planner bug cannot hide behind the same bug here.
+#ifndef MEMPLAN_CORE_VALIDATOR_H_
+#define MEMPLAN_CORE_VALIDATOR_H_
+
+#include "absl/status/status.h"
+#include "core/types.h"
+
+namespace memplan {
+
+// Returns OK when `plan` is a valid plan for `problem`, else INTERNAL with a
+// message naming the first violation found (buffers by index and name):
+//   - one assignment per buffer, each naming an existing pool;
+//   - the pool's device is the buffer's device;
+//   - offset >= 0, a multiple of problem.alignment, and offset + size within
+//     the pool's size;
+//   - no two buffers of one pool overlap both in time (their half-open live
+//     ranges intersect) and in bytes ([offset, offset + size) intersect);
+//   - the pool mode's sharing rules (DESIGN.md):
+//       none:          a pool holds at most one output, and is no larger
+//                      than its largest buffer rounded up to the alignment;
+//       intermediates: a pool holds at most one output, and a pool holding
+//                      an output is no larger than that output rounded up to
+//                      the alignment;
+//       outputs:       all outputs of a device are in one pool;
+//       combined:      one pool per device holds all of its buffers.
+// Pool names must be unique and pools non-empty (every pool holds a buffer).
+absl::Status ValidatePlan(const Problem& problem, const Plan& plan);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_VALIDATOR_H_
