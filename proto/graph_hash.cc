@@ -1,0 +1,63 @@
+#include "proto/graph_hash.h"
+
+#include <xxhash.h>
+
+#include "absl/strings/escaping.h"
+#include "proto/convert.h"
+
+namespace memplan {
+namespace {
+
+// Appends integers little-endian and strings length-prefixed.
+class Encoder {
+ public:
+  void U8(uint8_t value) { bytes_.push_back(static_cast<char>(value)); }
+  void U32(uint32_t value) { LittleEndian(value, 4); }
+  void U64(uint64_t value) { LittleEndian(value, 8); }
+  void I64(int64_t value) { LittleEndian(static_cast<uint64_t>(value), 8); }
+  void String(absl::string_view value) {
+    U64(value.size());
+    bytes_.append(value.data(), value.size());
+  }
+
+  std::string Take() { return std::move(bytes_); }
+
+ private:
+  void LittleEndian(uint64_t value, int width) {
+    for (int i = 0; i < width; ++i) {
+      bytes_.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+    }
+  }
+
+  std::string bytes_;
+};
+
+}  // namespace
+
+std::string GraphHashInput(const Problem& problem, absl::string_view strategy) {
+  Encoder encoder;
+  encoder.U32(kGraphHashFormatVersion);
+  encoder.String(strategy);
+  encoder.U8(static_cast<uint8_t>(PoolModeToProto(problem.pool_mode)));
+  encoder.I64(problem.alignment);
+  encoder.U64(problem.buffers.size());
+  for (const Buffer& buffer : problem.buffers) {
+    encoder.I64(buffer.size);
+    encoder.I64(buffer.live_range.begin);
+    encoder.I64(buffer.live_range.end);
+    encoder.U8(buffer.is_output ? 1 : 0);
+    encoder.U8(buffer.size_is_data_dependent ? 1 : 0);
+    encoder.String(buffer.device);
+  }
+  return encoder.Take();
+}
+
+std::string GraphHash(const Problem& problem, absl::string_view strategy) {
+  const std::string input = GraphHashInput(problem, strategy);
+  XXH128_canonical_t canonical;
+  XXH128_canonicalFromHash(&canonical, XXH3_128bits(input.data(), input.size()));
+  return absl::BytesToHexString(absl::string_view(
+      reinterpret_cast<const char*>(canonical.digest), sizeof(canonical)));
+}
+
+}  // namespace memplan

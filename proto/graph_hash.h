@@ -1,0 +1,49 @@
+// The graph hash: a stable name for everything in a request that changes the
+// plan, used as the response's graph_hash and (later) as the plan cache key.
+//
+// The hash is XXH3-128 (xxHash 0.8, seed 0) of this canonical encoding,
+// written as 32 lowercase hex characters of its canonical (big-endian) form,
+// as `xxhsum -H2` prints it. Integers are little-endian; a string is its
+// length (u64) then its bytes:
+//
+//   u32     format version (kGraphHashFormatVersion)
+//   string  strategy name, resolved (e.g. "inductor", never "")
+//   u8      pool mode, as the wire's PoolMode number (1 none,
+//           2 intermediates, 3 outputs, 4 combined)
+//   i64     alignment in bytes (resolved: 64, never 0)
+//   u64     buffer count
+//   per buffer, in request order:
+//     i64     size in bytes
+//     i64     live_range.begin (timesteps)
+//     i64     live_range.end (timesteps)
+//     u8      is_output (0 or 1)
+//     u8      size_is_data_dependent (0 or 1)
+//     string  device
+//
+// Names, dtypes and symbolic sizes are labels, not inputs of the plan: two
+// requests that differ only in them hash alike. Any change to the encoding
+// must bump kGraphHashFormatVersion so old cache entries are not reused.
+#ifndef MEMPLAN_PROTO_GRAPH_HASH_H_
+#define MEMPLAN_PROTO_GRAPH_HASH_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "core/types.h"
+
+namespace memplan {
+
+inline constexpr uint32_t kGraphHashFormatVersion = 1;
+
+// Returns the canonical encoding above for `problem` planned by `strategy`
+// (a planner name, e.g. "inductor"). Exposed for tests.
+std::string GraphHashInput(const Problem& problem, absl::string_view strategy);
+
+// Returns 32 lowercase hex characters: XXH3-128 of GraphHashInput. The same
+// on every run, process and machine.
+std::string GraphHash(const Problem& problem, absl::string_view strategy);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_PROTO_GRAPH_HASH_H_
