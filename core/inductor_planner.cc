@@ -1,0 +1,657 @@
+#include "core/inductor_planner.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/live_ranges.h"
+
+namespace memplan {
+namespace {
+
+using NodeId = int32_t;
+constexpr NodeId kNoNode = -1;
+
+// The kinds of AllocationTreeNode in memory_planning.py.
+enum class NodeKind : uint8_t {
+  kAllocation,  // one buffer (Allocation)
+  kEmpty,       // reserved space, no buffer (Empty)
+  kTemporal,    // children sharing bytes, live ranges disjoint (TemporalSplit)
+  kSpatial,     // left then right in memory (SpatialSplit)
+};
+
+// What a subtree can still offer in time, for pruning: a buffer fits in a
+// TemporalSplit only if its live range does not overlap the split's merged
+// live ranges, which needs (for ranges R and buffer range r) r.end <=
+// R.begin, or r.begin >= R.end, or a gap between consecutive ranges of R at
+// least as long as r. These are maxima / minima over all TemporalSplits of
+// the subtree, so they give a necessary condition for the whole subtree.
+struct FreeTime {
+  bool has_empty_split = false;  // some TemporalSplit has no live range
+  Timestep max_begin = std::numeric_limits<Timestep>::min();
+  Timestep min_end = std::numeric_limits<Timestep>::max();
+  Timestep max_gap = -1;  // longest gap between two ranges of one split
+
+  void Add(const FreeTime& other) {
+    has_empty_split |= other.has_empty_split;
+    max_begin = std::max(max_begin, other.max_begin);
+    min_end = std::min(min_end, other.min_end);
+    max_gap = std::max(max_gap, other.max_gap);
+  }
+  void AddSplit(const LiveRanges& ranges) {
+    if (ranges.empty()) {
+      has_empty_split = true;
+      return;
+    }
+    max_begin = std::max(max_begin, ranges.begin());
+    min_end = std::min(min_end, ranges.end());
+    const LiveRanges::Storage& r = ranges.ranges();
+    for (size_t i = 1; i < r.size(); ++i) {
+      max_gap = std::max(max_gap, r[i].begin - r[i - 1].end);
+    }
+  }
+  bool MayHold(LiveRange range) const {
+    return has_empty_split || range.end <= max_begin ||
+           range.begin >= min_end || range.length() <= max_gap;
+  }
+};
+
+struct Node {
+  NodeKind kind;
+  int32_t block = -1;            // kAllocation: index into Block list
+  Bytes empty_size = 0;          // kEmpty: bytes reserved
+  absl::InlinedVector<NodeId, 2> children;  // kTemporal
+  NodeId left = kNoNode;         // kSpatial: a kTemporal node
+  NodeId right = kNoNode;        // kSpatial: a kTemporal node
+
+  // Derived from the subtree, valid while `cached` (kTemporal, kSpatial),
+  // as Inductor's cache_on_self values; cleared along the path of every
+  // successful allocation.
+  bool cached = false;
+  Bytes size_hint = 0;  // as get_size_hint()
+  LiveRanges live_ranges;  // as get_live_ranges()
+  FreeTime free_time;
+};
+
+// One buffer to place (Inductor's Allocation).
+struct Block {
+  int32_t buffer;  // index into Problem::buffers
+  Bytes size;
+  LiveRange live_range;
+  // Allocation.earliest_available: the begin of a buffer whose size depends
+  // on data, else 0. As in Python, 0 counts as "none".
+  Timestep earliest_available;
+};
+
+// An AllocationPool: one tree, one device.
+struct PoolState {
+  int32_t device;  // index into the planner's device list
+  NodeId root;     // a kTemporal node
+  bool can_expand;
+  // restrict_live_range = [restrict_begin, inf) once set.
+  std::optional<Timestep> restrict_begin;
+  // Copies of the root's size_hint and free_time, refreshed whenever the
+  // pool changes, so that the pool loop rejects most pools without
+  // touching their trees.
+  Bytes size_hint = 0;
+  FreeTime free_time;
+};
+
+// The allocation state for one problem: the node arena, pools per device.
+class Allocator {
+ public:
+  Allocator(const Problem& problem, const InductorPlanner::Options& options,
+            const PlanContext& context)
+      : problem_(problem), options_(options), context_(context) {}
+
+  absl::StatusOr<Plan> Run();
+
+ private:
+  NodeId NewNode(NodeKind kind) {
+    nodes_.push_back(Node{kind});
+    return static_cast<NodeId>(nodes_.size() - 1);
+  }
+  NodeId NewAllocation(int32_t block) {
+    NodeId id = NewNode(NodeKind::kAllocation);
+    nodes_[id].block = block;
+    return id;
+  }
+  NodeId NewTemporal(absl::InlinedVector<NodeId, 2> children) {
+    NodeId id = NewNode(NodeKind::kTemporal);
+    nodes_[id].children = std::move(children);
+    return id;
+  }
+  NodeId NewSpatial(NodeId left, NodeId right) {
+    NodeId id = NewNode(NodeKind::kSpatial);
+    nodes_[id].left = left;
+    nodes_[id].right = right;
+    return id;
+  }
+  // As SpatialSplit.create: `left` with `extra_space` bytes free after it.
+  NodeId NewSpatialWithSpace(NodeId left, Bytes extra_space) {
+    NodeId empty = NewNode(NodeKind::kEmpty);
+    nodes_[empty].empty_size = extra_space;
+    NodeId left_split = NewTemporal({left});
+    NodeId right_split = NewTemporal({empty});
+    return NewSpatial(left_split, right_split);
+  }
+
+  // Computes the cached values of `id` and of every uncached node below it,
+  // children first, with an explicit stack. After an allocation the splits
+  // on its path are brought up to date by UpdatePath instead: their live
+  // ranges gained exactly the block's range.
+  void EnsureCached(NodeId id) {
+    if (!nodes_[id].cached) ComputeCache(id);
+  }
+  void ComputeCache(NodeId id);
+  // Recomputes size_hint and free_time of a split from its (cached)
+  // children and its own live_ranges.
+  void RecomputeFromChildren(NodeId id);
+  // After `block` was placed at the end of path_: updates every split on
+  // path_, deepest first, as clearing and recomputing their caches would.
+  void UpdatePath(int32_t block);
+  Bytes SizeHint(NodeId id) {
+    const Node& node = nodes_[id];
+    if (node.kind == NodeKind::kAllocation) return blocks_[node.block].size;
+    if (node.kind == NodeKind::kEmpty) return node.empty_size;
+    EnsureCached(id);
+    return nodes_[id].size_hint;
+  }
+  // Returns get_live_ranges(id).overlaps(block's live range).
+  bool OverlapsBlock(NodeId id, const Block& block) {
+    const Node& node = nodes_[id];
+    if (node.kind == NodeKind::kAllocation) {
+      // LiveRanges.overlaps for two single ranges: the one that begins
+      // first (the node's on a tie) overlaps when it ends after the other
+      // begins.
+      const LiveRange& mine = blocks_[node.block].live_range;
+      const LiveRange& theirs = block.live_range;
+      return mine.begin <= theirs.begin ? mine.end > theirs.begin
+                                        : theirs.end > mine.begin;
+    }
+    if (node.kind == NodeKind::kEmpty) return false;
+    EnsureCached(id);
+    return nodes_[id].live_ranges.Overlaps(block.live_range);
+  }
+
+  // As AllocationTreeNode.allocate(block, is_last) on the tree under `root`.
+  absl::StatusOr<bool> AllocateInTree(NodeId root, int32_t block,
+                                      bool is_last);
+  // As TemporalSplit._allocate once it found no overlapping child.
+  void PlaceInTemporal(NodeId split, int32_t block, Bytes slot_size);
+  // As AllocationPool.allocate / allocate_at_end / update_restrict_live_range.
+  absl::StatusOr<bool> AllocateInPool(PoolState& pool, int32_t block,
+                                      bool is_last);
+  void AllocateAtEnd(PoolState& pool, int32_t block);
+  void RefreshGate(PoolState& pool) {
+    EnsureCached(pool.root);
+    pool.size_hint = nodes_[pool.root].size_hint;
+    pool.free_time = nodes_[pool.root].free_time;
+  }
+  void UpdateRestrict(PoolState& pool, int32_t block);
+  // As AllocationPools.get_pools / allocate / allocate_output.
+  std::vector<int32_t>& PoolsOf(const std::string& device);
+  void NewPool(int32_t block, bool can_expand);
+  absl::Status Allocate(int32_t block);
+  void AllocateOutput(int32_t block);
+  // As AllocationPools.finalize: names pools, fixes sizes and offsets.
+  Plan Finalize();
+
+  const Problem& problem_;
+  const InductorPlanner::Options& options_;
+  const PlanContext& context_;
+  std::vector<Node> nodes_;
+  std::vector<Block> blocks_;
+  std::vector<PoolState> pools_;
+  std::vector<std::string> devices_;  // in order of first pool request
+  absl::flat_hash_map<std::string, int32_t> device_index_;
+  std::vector<std::vector<int32_t>> device_pools_;  // pools_ indices
+  // Scratch space reused across calls.
+  struct Frame {
+    NodeId node;
+    bool is_last;
+    int32_t depth;  // index of `node` in path_
+  };
+  std::vector<Frame> search_stack_;
+  std::vector<NodeId> path_;  // root..target of an allocation
+  std::vector<std::pair<NodeId, bool>> cache_stack_;
+  std::vector<LiveRange> range_scratch_;
+  uint64_t steps_ = 0;        // tree nodes visited, for deadline checks
+};
+
+void Allocator::ComputeCache(NodeId id) {
+  // Post-order walk over the uncached part of the subtree.
+  std::vector<std::pair<NodeId, bool>>& stack = cache_stack_;
+  stack.assign({{id, false}});
+  while (!stack.empty()) {
+    auto [current, children_done] = stack.back();
+    stack.pop_back();
+    Node& node = nodes_[current];
+    if (node.cached || node.kind == NodeKind::kAllocation ||
+        node.kind == NodeKind::kEmpty) {
+      continue;
+    }
+    if (!children_done) {
+      stack.push_back({current, true});
+      if (node.kind == NodeKind::kTemporal) {
+        for (NodeId child : node.children) stack.push_back({child, false});
+      } else {
+        stack.push_back({node.right, false});
+        stack.push_back({node.left, false});
+      }
+      continue;
+    }
+    std::vector<LiveRange>& ranges = range_scratch_;
+    ranges.clear();
+    auto add_ranges = [&](NodeId child_id) {
+      const Node& child = nodes_[child_id];
+      if (child.kind == NodeKind::kAllocation) {
+        ranges.push_back(blocks_[child.block].live_range);
+      } else if (child.kind != NodeKind::kEmpty) {
+        ranges.insert(ranges.end(), child.live_ranges.ranges().begin(),
+                      child.live_ranges.ranges().end());
+      }
+    };
+    if (node.kind == NodeKind::kTemporal) {
+      for (NodeId child : node.children) add_ranges(child);
+    } else {
+      add_ranges(node.left);
+      add_ranges(node.right);
+    }
+    nodes_[current].live_ranges = LiveRanges(ranges);
+    RecomputeFromChildren(current);
+    nodes_[current].cached = true;
+  }
+}
+
+void Allocator::RecomputeFromChildren(NodeId id) {
+  Node& node = nodes_[id];
+  FreeTime free_time;
+  Bytes size = 0;
+  if (node.kind == NodeKind::kTemporal) {
+    for (NodeId child : node.children) {
+      const Node& c = nodes_[child];
+      if (c.kind == NodeKind::kSpatial) free_time.Add(c.free_time);
+      size = std::max(size, SizeHint(child));
+    }
+    free_time.AddSplit(node.live_ranges);
+  } else {
+    free_time.Add(nodes_[node.left].free_time);
+    free_time.Add(nodes_[node.right].free_time);
+    size = AlignUp(SizeHint(node.left), problem_.alignment) +
+           SizeHint(node.right);
+  }
+  node.free_time = free_time;
+  node.size_hint = size;
+}
+
+void Allocator::UpdatePath(int32_t block) {
+  const LiveRange range = blocks_[block].live_range;
+  for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
+    if (it == path_.rbegin()) {
+      // The target split may have new children (the block, or wrappers).
+      for (NodeId child : nodes_[*it].children) EnsureCached(child);
+    }
+    nodes_[*it].live_ranges.Add(range);
+    RecomputeFromChildren(*it);
+  }
+}
+
+absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
+                                               bool is_last) {
+  const Block& block = blocks_[block_id];
+  // Depth-first, in Inductor's order: a SpatialSplit tries left (never
+  // last) before right; a TemporalSplit with one overlapping child hands
+  // the block to it. A failed attempt changes nothing, so backtracking is
+  // popping the stack.
+  std::vector<Frame>& stack = search_stack_;
+  stack.assign({{root, is_last, 0}});
+  path_.clear();
+  while (!stack.empty()) {
+    Frame frame = stack.back();
+    stack.pop_back();
+    if ((++steps_ & 0xFFFF) == 0) {
+      absl::Status status = context_.Check();
+      if (!status.ok()) return status;
+    }
+    path_.resize(frame.depth);
+    path_.push_back(frame.node);
+    const NodeKind kind = nodes_[frame.node].kind;
+    if (kind == NodeKind::kAllocation || kind == NodeKind::kEmpty) continue;
+    if (options_.prune_full_subtrees) {
+      EnsureCached(frame.node);
+      if (!nodes_[frame.node].free_time.MayHold(block.live_range)) continue;
+    }
+    if (kind == NodeKind::kSpatial) {
+      stack.push_back({nodes_[frame.node].right, frame.is_last,
+                       frame.depth + 1});
+      stack.push_back({nodes_[frame.node].left, false, frame.depth + 1});
+      continue;
+    }
+    // TemporalSplit._allocate.
+    const Bytes slot_size = SizeHint(frame.node);
+    if (!frame.is_last && block.size > slot_size) continue;
+    NodeId overlapping = kNoNode;
+    bool several_overlap = false;
+    for (NodeId child : nodes_[frame.node].children) {
+      if (!OverlapsBlock(child, block)) continue;
+      if (overlapping != kNoNode) {
+        several_overlap = true;
+        break;
+      }
+      overlapping = child;
+    }
+    if (several_overlap) continue;
+    if (overlapping != kNoNode) {
+      stack.push_back({overlapping, frame.is_last, frame.depth + 1});
+      continue;
+    }
+    PlaceInTemporal(frame.node, block_id, slot_size);
+    // Every split on the way down now holds the block (Inductor clears
+    // their caches: ClearCacheOnAllocateMixin).
+    UpdatePath(block_id);
+    return true;
+  }
+  return false;
+}
+
+void Allocator::PlaceInTemporal(NodeId split, int32_t block,
+                                Bytes slot_size) {
+  const Bytes block_size = blocks_[block].size;
+  absl::InlinedVector<NodeId, 2>& children = nodes_[split].children;
+  if (children.size() == 1 && nodes_[children[0]].kind == NodeKind::kEmpty) {
+    children.pop_back();
+  }
+  if (slot_size == block_size) {
+    NodeId allocation = NewAllocation(block);
+    nodes_[split].children.push_back(allocation);
+  } else if (slot_size > block_size) {
+    NodeId allocation = NewAllocation(block);
+    NodeId spatial = NewSpatialWithSpace(allocation, slot_size - block_size);
+    nodes_[split].children.push_back(spatial);
+  } else {
+    // Grow: only on the last pool's right edge (is_last).
+    absl::InlinedVector<NodeId, 2> old_children =
+        std::move(nodes_[split].children);
+    absl::InlinedVector<NodeId, 2> grown;
+    grown.reserve(old_children.size() + 1);
+    for (NodeId child : old_children) {
+      grown.push_back(NewSpatialWithSpace(child, block_size - slot_size));
+    }
+    grown.push_back(NewAllocation(block));
+    nodes_[split].children = std::move(grown);
+  }
+}
+
+absl::StatusOr<bool> Allocator::AllocateInPool(PoolState& pool, int32_t block,
+                                               bool is_last) {
+  const Block& b = blocks_[block];
+  if (pool.restrict_begin.has_value() &&
+      !(*pool.restrict_begin <= b.live_range.begin)) {
+    return false;
+  }
+  EnsureCached(pool.root);
+  const Timestep pool_begin = nodes_[pool.root].live_ranges.begin();
+  if (b.earliest_available != 0 && b.earliest_available > pool_begin) {
+    return false;
+  }
+  is_last = pool.can_expand && is_last;
+  // The root split's own first test, and the pruning test, before setting
+  // up the walk: most pools are rejected here.
+  if (!is_last && b.size > nodes_[pool.root].size_hint) return false;
+  if (options_.prune_full_subtrees &&
+      !nodes_[pool.root].free_time.MayHold(b.live_range)) {
+    if (!is_last) return false;
+    AllocateAtEnd(pool, block);
+    return true;
+  }
+  absl::StatusOr<bool> placed = AllocateInTree(pool.root, block, is_last);
+  if (!placed.ok() || *placed) {
+    if (placed.ok()) {
+      UpdateRestrict(pool, block);
+      RefreshGate(pool);
+    }
+    return placed;
+  }
+  if (is_last) {
+    AllocateAtEnd(pool, block);
+    return true;
+  }
+  return false;
+}
+
+void Allocator::AllocateAtEnd(PoolState& pool, int32_t block) {
+  NodeId right = NewTemporal({NewAllocation(block)});
+  NodeId spatial = NewSpatial(pool.root, right);
+  pool.root = NewTemporal({spatial});
+  UpdateRestrict(pool, block);
+  RefreshGate(pool);
+}
+
+void Allocator::UpdateRestrict(PoolState& pool, int32_t block) {
+  const Timestep earliest = blocks_[block].earliest_available;
+  if (earliest == 0) return;
+  pool.restrict_begin = pool.restrict_begin.has_value()
+                            ? std::min(*pool.restrict_begin, earliest)
+                            : earliest;
+}
+
+std::vector<int32_t>& Allocator::PoolsOf(const std::string& device) {
+  auto [it, inserted] =
+      device_index_.try_emplace(device, static_cast<int32_t>(devices_.size()));
+  if (inserted) {
+    devices_.push_back(device);
+    device_pools_.emplace_back();
+  }
+  return device_pools_[it->second];
+}
+
+void Allocator::NewPool(int32_t block, bool can_expand) {
+  const std::string& device = problem_.buffers[blocks_[block].buffer].device;
+  PoolState pool{device_index_.at(device),
+                 NewTemporal({NewAllocation(block)}), can_expand,
+                 std::nullopt};
+  UpdateRestrict(pool, block);
+  RefreshGate(pool);
+  device_pools_[pool.device].push_back(static_cast<int32_t>(pools_.size()));
+  pools_.push_back(pool);
+}
+
+absl::Status Allocator::Allocate(int32_t block) {
+  const std::vector<int32_t>& pools =
+      PoolsOf(problem_.buffers[blocks_[block].buffer].device);
+  const Block& b = blocks_[block];
+  for (size_t i = 0; i < pools.size(); ++i) {
+    PoolState& pool = pools_[pools[i]];
+    const bool is_last = i + 1 == pools.size();
+    if (!(is_last && pool.can_expand)) {
+      // AllocationPool.allocate would fail without changing anything.
+      if (b.size > pool.size_hint) continue;
+      if (options_.prune_full_subtrees &&
+          !pool.free_time.MayHold(b.live_range)) {
+        continue;
+      }
+    }
+    absl::StatusOr<bool> placed = AllocateInPool(pool, block, is_last);
+    if (!placed.ok()) return placed.status();
+    if (*placed) return absl::OkStatus();
+  }
+  NewPool(block, problem_.pool_mode != PoolMode::kNone);
+  return absl::OkStatus();
+}
+
+void Allocator::AllocateOutput(int32_t block) {
+  const std::vector<int32_t>& pools =
+      PoolsOf(problem_.buffers[blocks_[block].buffer].device);
+  const bool shared = problem_.pool_mode == PoolMode::kOutputs ||
+                      problem_.pool_mode == PoolMode::kCombined;
+  if (!pools.empty() && shared) {
+    AllocateAtEnd(pools_[pools.back()], block);
+  } else {
+    NewPool(block, problem_.pool_mode == PoolMode::kCombined);
+  }
+}
+
+Plan Allocator::Finalize() {
+  Plan plan;
+  plan.assignments.resize(problem_.buffers.size());
+  // A SpatialSplit whose right half is still only reserved space is
+  // replaced by its left half (SpatialSplit.finalize), so sizes after
+  // finalize are: TemporalSplit the max of its children; SpatialSplit
+  // align(left) + right, or left alone when right is empty.
+  auto right_is_empty = [&](const Node& spatial) {
+    const Node& right = nodes_[spatial.right];
+    return right.children.size() == 1 &&
+           nodes_[right.children[0]].kind == NodeKind::kEmpty;
+  };
+  std::vector<Bytes> final_size(nodes_.size(), 0);
+  std::vector<std::pair<NodeId, bool>> stack;
+  std::vector<std::pair<NodeId, Bytes>> offsets;
+  for (const std::vector<int32_t>& device_pools : device_pools_) {
+    for (int32_t pool_index : device_pools) {
+      const PoolState& pool = pools_[pool_index];
+      // Sizes, children first.
+      stack.assign({{pool.root, false}});
+      while (!stack.empty()) {
+        auto [id, children_done] = stack.back();
+        stack.pop_back();
+        const Node& node = nodes_[id];
+        if (!children_done && (node.kind == NodeKind::kTemporal ||
+                               node.kind == NodeKind::kSpatial)) {
+          stack.push_back({id, true});
+          if (node.kind == NodeKind::kTemporal) {
+            for (NodeId child : node.children) stack.push_back({child, false});
+          } else {
+            stack.push_back({node.left, false});
+            stack.push_back({node.right, false});
+          }
+          continue;
+        }
+        switch (node.kind) {
+          case NodeKind::kAllocation:
+            final_size[id] = blocks_[node.block].size;
+            break;
+          case NodeKind::kEmpty:
+            final_size[id] = node.empty_size;
+            break;
+          case NodeKind::kTemporal: {
+            Bytes size = 0;
+            for (NodeId child : node.children) {
+              size = std::max(size, final_size[child]);
+            }
+            final_size[id] = size;
+            break;
+          }
+          case NodeKind::kSpatial:
+            final_size[id] =
+                right_is_empty(node)
+                    ? final_size[node.left]
+                    : AlignUp(final_size[node.left], problem_.alignment) +
+                          final_size[node.right];
+            break;
+        }
+      }
+      // Offsets, parents first.
+      const int32_t plan_pool = static_cast<int32_t>(plan.pools.size());
+      plan.pools.push_back(Pool{absl::StrCat("pool", plan_pool),
+                                devices_[pool.device],
+                                final_size[pool.root]});
+      offsets.assign({{pool.root, 0}});
+      while (!offsets.empty()) {
+        auto [id, offset] = offsets.back();
+        offsets.pop_back();
+        const Node& node = nodes_[id];
+        switch (node.kind) {
+          case NodeKind::kAllocation:
+            plan.assignments[blocks_[node.block].buffer] =
+                Assignment{plan_pool, offset};
+            break;
+          case NodeKind::kEmpty:
+            break;
+          case NodeKind::kTemporal:
+            for (NodeId child : node.children) {
+              offsets.push_back({child, offset});
+            }
+            break;
+          case NodeKind::kSpatial:
+            offsets.push_back({node.left, offset});
+            if (!right_is_empty(node)) {
+              offsets.push_back(
+                  {node.right,
+                   offset + AlignUp(final_size[node.left], problem_.alignment)});
+            }
+            break;
+        }
+      }
+    }
+  }
+  return plan;
+}
+
+absl::StatusOr<Plan> Allocator::Run() {
+  const std::vector<Buffer>& buffers = problem_.buffers;
+  blocks_.reserve(buffers.size());
+  std::vector<int32_t> outputs;
+  std::vector<int32_t> intermediates;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const Buffer& buffer = buffers[i];
+    const int32_t block = static_cast<int32_t>(blocks_.size());
+    blocks_.push_back(Block{static_cast<int32_t>(i), buffer.size,
+                            buffer.live_range,
+                            buffer.size_is_data_dependent
+                                ? buffer.live_range.begin
+                                : Timestep{0}});
+    if (buffer.is_output && problem_.pool_mode != PoolMode::kCombined) {
+      outputs.push_back(block);
+    } else {
+      intermediates.push_back(block);
+    }
+  }
+  // Outputs by (size, -length), the rest by (-size, -length); stable.
+  std::stable_sort(outputs.begin(), outputs.end(), [&](int32_t a, int32_t b) {
+    const Block& x = blocks_[a];
+    const Block& y = blocks_[b];
+    if (x.size != y.size) return x.size < y.size;
+    return x.live_range.length() > y.live_range.length();
+  });
+  std::stable_sort(intermediates.begin(), intermediates.end(),
+                   [&](int32_t a, int32_t b) {
+                     const Block& x = blocks_[a];
+                     const Block& y = blocks_[b];
+                     if (x.size != y.size) return x.size > y.size;
+                     return x.live_range.length() > y.live_range.length();
+                   });
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if ((i & 0xFF) == 0) {
+      absl::Status status = context_.Check();
+      if (!status.ok()) return status;
+    }
+    AllocateOutput(outputs[i]);
+  }
+  for (size_t i = 0; i < intermediates.size(); ++i) {
+    if ((i & 0xFF) == 0) {
+      absl::Status status = context_.Check();
+      if (!status.ok()) return status;
+    }
+    absl::Status status = Allocate(intermediates[i]);
+    if (!status.ok()) return status;
+  }
+  return Finalize();
+}
+
+}  // namespace
+
+absl::StatusOr<Plan> InductorPlanner::PlanProblem(
+    const Problem& problem, const PlanContext& context) const {
+  return Allocator(problem, options_, context).Run();
+}
+
+}  // namespace memplan

@@ -1,0 +1,91 @@
+#include "core/live_ranges.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace memplan {
+
+LiveRanges::LiveRanges(std::vector<LiveRange> ranges) {
+  // Merging joins ranges whose closed hulls [begin, end] meet, so the order
+  // of equal begins does not matter and a plain sort suffices.
+  auto by_begin = [](const LiveRange& a, const LiveRange& b) {
+    return a.begin < b.begin;
+  };
+  if (!std::is_sorted(ranges.begin(), ranges.end(), by_begin)) {
+    std::sort(ranges.begin(), ranges.end(), by_begin);
+  }
+  // Merge in place: ranges[0, kept) are the merged ranges so far.
+  size_t kept = 0;
+  for (const LiveRange& range : ranges) {
+    if (kept > 0 && ranges[kept - 1].end >= range.begin) {
+      ranges[kept - 1].end = std::max(ranges[kept - 1].end, range.end);
+    } else {
+      ranges[kept++] = range;
+    }
+  }
+  ranges_.assign(ranges.begin(), ranges.begin() + kept);
+}
+
+void LiveRanges::Add(LiveRange range) {
+  // Merging joins ranges whose closed hulls [begin, end] meet, so the result
+  // does not depend on the order ranges arrive in. Ends, like begins, are
+  // strictly increasing. `first` is the first range ending at or after
+  // range.begin; `last` the first beginning after range.end.
+  auto first = std::lower_bound(
+      ranges_.begin(), ranges_.end(), range.begin,
+      [](const LiveRange& r, Timestep t) { return r.end < t; });
+  auto last = std::upper_bound(
+      first, ranges_.end(), range.end,
+      [](Timestep t, const LiveRange& r) { return t < r.begin; });
+  if (first == last) {
+    ranges_.insert(first, range);
+    return;
+  }
+  LiveRange joined{std::min(range.begin, first->begin),
+                   std::max(range.end, std::prev(last)->end)};
+  *first = joined;
+  ranges_.erase(std::next(first), last);
+}
+
+bool LiveRanges::Overlaps(const LiveRanges& other) const {
+  // The two heads, each walking its own list; `left` is the list whose head
+  // begins first.
+  const Storage* left = &ranges_;
+  const Storage* right = &other.ranges_;
+  size_t left_at = 0;
+  size_t right_at = 0;
+  while (left_at < left->size() && right_at < right->size()) {
+    if ((*left)[left_at].begin > (*right)[right_at].begin) {
+      std::swap(left, right);
+      std::swap(left_at, right_at);
+    }
+    if ((*left)[left_at].end > (*right)[right_at].begin) return true;
+    ++left_at;
+  }
+  return false;
+}
+
+bool LiveRanges::Overlaps(LiveRange range) const {
+  // The walk above, for a single range: every range of *this that begins at
+  // or before range.begin overlaps when it ends after range.begin (only the
+  // last of them can, ends being increasing); then the first range that
+  // begins after range.begin overlaps when range ends after its begin.
+  auto after = std::upper_bound(
+      ranges_.begin(), ranges_.end(), range.begin,
+      [](Timestep t, const LiveRange& r) { return t < r.begin; });
+  if (after != ranges_.begin() && std::prev(after)->end > range.begin) {
+    return true;
+  }
+  return after != ranges_.end() && range.end > after->begin;
+}
+
+std::ostream& operator<<(std::ostream& os, const LiveRanges& ranges) {
+  os << "{";
+  for (size_t i = 0; i < ranges.ranges().size(); ++i) {
+    if (i > 0) os << ", ";
+    os << ranges.ranges()[i];
+  }
+  return os << "}";
+}
+
+}  // namespace memplan

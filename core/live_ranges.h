@@ -1,0 +1,62 @@
+// LiveRanges: a set of half-open live ranges, sorted and merged, as
+// Inductor's `LiveRanges` in torch/_inductor/codegen/memory_planning.py.
+#ifndef MEMPLAN_CORE_LIVE_RANGES_H_
+#define MEMPLAN_CORE_LIVE_RANGES_H_
+
+#include <ostream>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "core/types.h"
+
+namespace memplan {
+
+// Half-open ranges [begin, end) of timesteps, sorted by begin, with ranges
+// that overlap or touch (end >= next begin) joined into one, as Inductor's
+// `LiveRanges.__init__`. Invariant: ranges()[i].end < ranges()[i+1].begin.
+// An empty range [t, t) is kept unless it touches another range.
+class LiveRanges {
+ public:
+  LiveRanges() = default;
+  // Sorts (stably, by begin) and merges `ranges`.
+  explicit LiveRanges(std::vector<LiveRange> ranges);
+
+  // Most sets hold one or two ranges: those need no heap allocation.
+  using Storage = absl::InlinedVector<LiveRange, 2>;
+
+  const Storage& ranges() const { return ranges_; }
+  bool empty() const { return ranges_.empty(); }
+  // First begin and last end; the set must not be empty.
+  Timestep begin() const { return ranges_.front().begin; }
+  Timestep end() const { return ranges_.back().end; }
+
+  // Adds `range`, joining it with every range it overlaps or touches, so
+  // that the result equals LiveRanges(ranges() + {range}). O(log size())
+  // plus the shift of the tail.
+  void Add(LiveRange range);
+
+  // Returns whether any range of *this overlaps any range of `other`, by
+  // Inductor's `LiveRanges.overlaps(self, other)`: walk both lists by begin;
+  // the range that begins first overlaps the other list's head when its end
+  // is past that head's begin. Ranges that only touch do not overlap. Note
+  // the walk is not symmetric for empty ranges: [3,5).overlaps([3,3)) is
+  // true, [3,3).overlaps([3,5)) is false. O(size() + other.size()).
+  bool Overlaps(const LiveRanges& other) const;
+
+  // Returns Overlaps(LiveRanges({range})), in O(log size()).
+  bool Overlaps(LiveRange range) const;
+
+  friend bool operator==(const LiveRanges& a, const LiveRanges& b) {
+    return a.ranges_ == b.ranges_;
+  }
+
+ private:
+  Storage ranges_;
+};
+
+// Prints "{[b,e), [b,e)}".
+std::ostream& operator<<(std::ostream& os, const LiveRanges& ranges);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_LIVE_RANGES_H_
