@@ -1,0 +1,279 @@
+// memplan: the command-line client of memplan-server.
+//
+//   memplan plan [--server=HOST:PORT] [--strategy=NAME] [--pool_mode=NAME]
+//                [--alignment=BYTES] [--output=json|table]
+//                [--timeout=DURATION] FILE...
+//   memplan health [--server=HOST:PORT] [--service=NAME] [--timeout=DURATION]
+//
+// `plan` reads each FILE (a corpus JSON file, *.json, whose source.memory_pool
+// sets the pool mode unless --pool_mode is given; or a MiniMalloc CSV,
+// *.csv, header id,lower,upper,size), sends it to MemoryPlanner.PlanMemory
+// and prints the response: with --output=json (the default) one line per
+// file of protobuf's JSON mapping with proto field names and default values
+// printed; with --output=table a readable summary per file. `health` calls
+// grpc.health.v1.Health/Check and prints the serving status.
+//
+// Exit status: 0 when every file was planned (or the server is SERVING);
+// 1 when any call or file failed, with "FILE: CODE: message" on stderr
+// (e.g. "g.json: INVALID_ARGUMENT: buffers[3] ("buf7"): size_bytes is
+// missing"); 2 for a usage error.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/graph_files.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051",
+          "memplan-server address, HOST:PORT");
+ABSL_FLAG(std::string, strategy, "",
+          "planning strategy, e.g. inductor; empty: the server's default");
+ABSL_FLAG(std::string, pool_mode, "",
+          "none, intermediates, outputs or combined; empty: the file's "
+          "source.memory_pool for corpus files, else the server's default "
+          "(intermediates)");
+ABSL_FLAG(int64_t, alignment, 0,
+          "offset alignment in bytes, a power of two; 0: the server's "
+          "default (64)");
+ABSL_FLAG(std::string, output, "json",
+          "json: one line of protobuf JSON per file; table: a readable "
+          "summary per file");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30),
+          "deadline of each call, e.g. 30s or 500ms");
+ABSL_FLAG(std::string, service, "",
+          "health: the service to check; empty: the whole server");
+
+namespace memplan {
+namespace {
+
+constexpr char kUsage[] =
+    "the command-line client of memplan-server.\n"
+    "\n"
+    "  memplan plan [--server=HOST:PORT] [--strategy=NAME] "
+    "[--pool_mode=NAME]\n"
+    "               [--alignment=BYTES] [--output=json|table] "
+    "[--timeout=DURATION] FILE...\n"
+    "  memplan health [--server=HOST:PORT] [--service=NAME]\n"
+    "\n"
+    "FILE is a corpus JSON file (*.json) or a MiniMalloc CSV (*.csv, header\n"
+    "id,lower,upper,size). Exit status 0 on success, 1 when any file or call\n"
+    "failed (\"FILE: CODE: message\" on stderr), 2 for a usage error.";
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// Returns the value of generated enum `descriptor` named
+// `prefix` + uppercase(`name`), e.g. "STRATEGY_" + "INDUCTOR", for flag
+// `flag`. Returns INVALID_ARGUMENT listing the accepted names otherwise.
+absl::StatusOr<int> ParseEnumFlag(const google::protobuf::EnumDescriptor& descriptor,
+                                  absl::string_view prefix,
+                                  absl::string_view flag,
+                                  absl::string_view name) {
+  const google::protobuf::EnumValueDescriptor* value =
+      descriptor.FindValueByName(
+          absl::StrCat(prefix, absl::AsciiStrToUpper(name)));
+  if (value != nullptr && value->number() != 0) return value->number();
+  std::vector<std::string> accepted;
+  for (int i = 0; i < descriptor.value_count(); ++i) {
+    if (descriptor.value(i)->number() == 0) continue;  // *_UNSPECIFIED
+    accepted.push_back(absl::AsciiStrToLower(
+        absl::StripPrefix(descriptor.value(i)->name(), prefix)));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, "=", name, " is not one of ",
+                   absl::StrJoin(accepted, ", ")));
+}
+
+// Command-line overrides of the request's options.
+struct Overrides {
+  v1::Strategy strategy = v1::STRATEGY_UNSPECIFIED;   // unspecified: keep
+  v1::PoolMode pool_mode = v1::POOL_MODE_UNSPECIFIED;  // unspecified: keep
+  int64_t alignment = 0;                               // bytes; 0: keep
+};
+
+absl::StatusOr<Overrides> OverridesFromFlags() {
+  Overrides overrides;
+  if (const std::string name = absl::GetFlag(FLAGS_strategy); !name.empty()) {
+    absl::StatusOr<int> value =
+        ParseEnumFlag(*v1::Strategy_descriptor(), "STRATEGY_", "strategy", name);
+    if (!value.ok()) return value.status();
+    overrides.strategy = static_cast<v1::Strategy>(*value);
+  }
+  if (const std::string name = absl::GetFlag(FLAGS_pool_mode); !name.empty()) {
+    absl::StatusOr<int> value = ParseEnumFlag(
+        *v1::PoolMode_descriptor(), "POOL_MODE_", "pool_mode", name);
+    if (!value.ok()) return value.status();
+    overrides.pool_mode = static_cast<v1::PoolMode>(*value);
+  }
+  overrides.alignment = absl::GetFlag(FLAGS_alignment);
+  return overrides;
+}
+
+void Apply(const Overrides& overrides, v1::PlanMemoryRequest& request) {
+  v1::PlanOptions& options = *request.mutable_options();
+  if (overrides.strategy != v1::STRATEGY_UNSPECIFIED) {
+    options.set_strategy(overrides.strategy);
+  }
+  if (overrides.pool_mode != v1::POOL_MODE_UNSPECIFIED) {
+    options.set_pool_mode(overrides.pool_mode);
+  }
+  if (overrides.alignment != 0) options.set_alignment(overrides.alignment);
+}
+
+// Returns `response` as one line of protobuf's JSON mapping: proto field
+// names, default values printed (an offset of 0 is there).
+std::string ToJsonLine(const v1::PlanMemoryResponse& response) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  options.add_whitespace = false;
+  std::string json;
+  // Printing a generated message cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(response, &json, options);
+  return json;
+}
+
+// Returns a readable summary of the plan of `file` (`buffer_count` buffers).
+std::string ToTable(const std::string& file, int buffer_count,
+                    const v1::PlanMemoryResponse& response) {
+  const v1::PlanStats& stats = response.stats();
+  std::string table = absl::StrFormat(
+      "%s\n  buffers      %d\n  planner      %s (%d us, cache %s)\n"
+      "  graph_hash   %s\n",
+      file, buffer_count, stats.planner(), stats.planning_micros(),
+      absl::StripPrefix(v1::CacheStatus_Name(response.cache()),
+                        "CACHE_STATUS_"),
+      response.graph_hash());
+  absl::StrAppendFormat(&table, "  %-12s %-12s %16s\n", "pool", "device",
+                        "size_bytes");
+  for (const v1::Pool& pool : response.pools()) {
+    absl::StrAppendFormat(&table, "  %-12s %-12s %16d\n", pool.name(),
+                          pool.device().empty() ? "\"\"" : pool.device(),
+                          pool.size_bytes());
+  }
+  const std::string ratio =
+      stats.lower_bound_bytes() > 0
+          ? absl::StrFormat("%.4f", static_cast<double>(stats.total_pool_bytes()) /
+                                        stats.lower_bound_bytes())
+          : std::string("n/a");
+  absl::StrAppendFormat(
+      &table,
+      "  lower bound  %d bytes\n  total        %d bytes (%s x lower bound)\n"
+      "  peak         %d bytes\n",
+      stats.lower_bound_bytes(), stats.total_pool_bytes(), ratio,
+      stats.peak_bytes());
+  return table;
+}
+
+int RunPlan(const std::vector<std::string>& files) {
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (output != "json" && output != "table") {
+    std::fprintf(stderr, "memplan: --output=%s is not one of json, table\n",
+                 output.c_str());
+    return kExitUsage;
+  }
+  absl::StatusOr<Overrides> overrides = OverridesFromFlags();
+  if (!overrides.ok()) {
+    std::fprintf(stderr, "memplan: %s\n",
+                 std::string(overrides.status().message()).c_str());
+    return kExitUsage;
+  }
+  if (files.empty()) {
+    std::fprintf(stderr, "memplan plan: no FILE given\n");
+    return kExitUsage;
+  }
+
+  MemplanClient client(CreateChannel(absl::GetFlag(FLAGS_server)));
+  int exit_code = 0;
+  for (const std::string& file : files) {
+    absl::StatusOr<v1::PlanMemoryRequest> request = RequestFromFile(file);
+    if (!request.ok()) {
+      std::fprintf(stderr, "%s: %s\n", file.c_str(),
+                   request.status().ToString().c_str());
+      exit_code = kExitFailure;
+      continue;
+    }
+    Apply(*overrides, *request);
+    const absl::StatusOr<v1::PlanMemoryResponse> response =
+        client.PlanMemory(*request, absl::GetFlag(FLAGS_timeout));
+    if (!response.ok()) {
+      std::fprintf(stderr, "%s: %s\n", file.c_str(),
+                   response.status().ToString().c_str());
+      exit_code = kExitFailure;
+      continue;
+    }
+    const std::string text = output == "json"
+                                 ? ToJsonLine(*response) + "\n"
+                                 : ToTable(file, request->buffers_size(),
+                                           *response);
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return exit_code;
+}
+
+int RunHealth() {
+  MemplanClient client(CreateChannel(absl::GetFlag(FLAGS_server)));
+  const auto status = client.HealthCheck(absl::GetFlag(FLAGS_service),
+                                         absl::GetFlag(FLAGS_timeout));
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s: %s\n", absl::GetFlag(FLAGS_server).c_str(),
+                 status.status().ToString().c_str());
+    return kExitFailure;
+  }
+  std::printf("%s\n",
+              grpc::health::v1::HealthCheckResponse::ServingStatus_Name(*status)
+                  .c_str());
+  return *status == grpc::health::v1::HealthCheckResponse::SERVING
+             ? 0
+             : kExitFailure;
+}
+
+}  // namespace
+}  // namespace memplan
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(memplan::kUsage);
+  // --help lists this file's flags (absl's default looks for memplan.cc).
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "client/main.cc");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
+
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() < 2) {
+    std::fprintf(stderr, "memplan: %s\nTry --help.\n", memplan::kUsage);
+    return memplan::kExitUsage;
+  }
+  const std::string command = args[1];
+  const std::vector<std::string> operands(args.begin() + 2, args.end());
+  if (command == "plan") return memplan::RunPlan(operands);
+  if (command == "health") {
+    if (!operands.empty()) {
+      std::fprintf(stderr, "memplan health: unexpected argument \"%s\"\n",
+                   operands[0].c_str());
+      return memplan::kExitUsage;
+    }
+    return memplan::RunHealth();
+  }
+  std::fprintf(stderr, "memplan: unknown command \"%s\" (plan or health)\n",
+               command.c_str());
+  return memplan::kExitUsage;
+}

@@ -1,0 +1,76 @@
+// memplan-server: serves memplan.v1.MemoryPlanner until SIGINT or SIGTERM.
+//
+//   memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES]
+//                  [--worker_threads=N] [--shutdown_grace=DURATION]
+//
+// Prints "memplan-server listening on HOST:PORT" to stderr once serving
+// (the bound port, also for --listen=HOST:0). On SIGINT or SIGTERM it stops
+// accepting calls, lets calls in flight finish within --shutdown_grace, and
+// exits 0. Exits 1 when it cannot start.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/time/time.h"
+#include "server/server.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "HOST:PORT to serve on (plaintext); port 0 picks a free port");
+ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
+          "largest request or response in bytes; larger requests get "
+          "RESOURCE_EXHAUSTED");
+ABSL_FLAG(int32_t, worker_threads, 0,
+          "most threads serving calls; 0 means max(4, 2 * hardware threads)");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
+          "on SIGINT/SIGTERM, how long calls in flight may still run");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves memplan.v1.MemoryPlanner (with gRPC health and reflection) "
+      "until SIGINT or SIGTERM.\n"
+      "Usage: memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES] "
+      "[--worker_threads=N] [--shutdown_grace=DURATION]");
+  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    std::fprintf(stderr, "memplan-server: unexpected argument \"%s\"\n",
+                 positional[1]);
+    return 1;
+  }
+
+  // Block the signals before gRPC starts its threads, so that they inherit
+  // the mask and only sigwait below receives SIGINT/SIGTERM.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  memplan::Server::Options options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  if (absl::GetFlag(FLAGS_worker_threads) != 0) {
+    options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  }
+  memplan::Server server(options);
+  if (absl::Status status = server.Start(); !status.ok()) {
+    std::fprintf(stderr, "memplan-server: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "memplan-server listening on %s\n",
+               server.address().c_str());
+  std::fflush(stderr);
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::fprintf(stderr, "memplan-server: %s, shutting down\n",
+               signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  server.Shutdown(absl::GetFlag(FLAGS_shutdown_grace));
+  return 0;
+}

@@ -1,0 +1,98 @@
+#include "server/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpc/health/v1/health.pb.h"
+
+namespace memplan {
+namespace {
+
+constexpr char kServiceName[] = "memplan.v1.MemoryPlanner";
+
+}  // namespace
+
+int DefaultWorkerThreads() {
+  return std::max(4, 2 * static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+Server::Server(Options options) : options_(std::move(options)) {}
+
+Server::~Server() { Shutdown(absl::ZeroDuration()); }
+
+absl::Status Server::Start() {
+  if (server_ != nullptr || shut_down_) {
+    return absl::FailedPreconditionError("the server was already started");
+  }
+  if (options_.max_message_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_message_bytes must be > 0, got ",
+                     options_.max_message_bytes));
+  }
+  if (options_.worker_threads < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker_threads must be >= 2, got ", options_.worker_threads));
+  }
+
+  // Reflection describes services from the generated descriptor pool, and
+  // gRPC's built-in health service brings no descriptors of its own: using
+  // the generated grpc.health.v1 code here links it in, so reflection can
+  // describe grpc.health.v1.Health.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  grpc::ServerBuilder builder;
+  if (!options_.listen.empty()) {
+    builder.AddListeningPort(options_.listen,
+                             grpc::InsecureServerCredentials(), &port_);
+  }
+  builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  builder.SetMaxSendMessageSize(options_.max_message_bytes);
+  grpc::ResourceQuota quota("memplan-server");
+  quota.SetMaxThreads(options_.worker_threads);
+  builder.SetResourceQuota(quota);
+  builder.RegisterService(&service_);
+
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || (!options_.listen.empty() && port_ == 0)) {
+    server_.reset();
+    port_ = 0;
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options_.listen));
+  }
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  health->SetServingStatus(true);  // "" (the whole server) and every service
+  health->SetServingStatus(kServiceName, true);
+  return absl::OkStatus();
+}
+
+std::string Server::address() const {
+  if (port_ == 0) return "";
+  const size_t colon = options_.listen.rfind(':');
+  return absl::StrCat(options_.listen.substr(0, colon), ":", port_);
+}
+
+std::shared_ptr<grpc::Channel> Server::InProcessChannel() {
+  if (server_ == nullptr) return nullptr;
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(-1);
+  return server_->InProcessChannel(arguments);
+}
+
+void Server::Shutdown(absl::Duration grace) {
+  if (server_ == nullptr || shut_down_) return;
+  shut_down_ = true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+}
+
+}  // namespace memplan

@@ -1,0 +1,75 @@
+// memplan-server: the MemoryPlanner service with gRPC's health and
+// reflection services, on one listening address.
+#ifndef MEMPLAN_SERVER_SERVER_H_
+#define MEMPLAN_SERVER_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "server/service.h"
+
+namespace memplan {
+
+// Returns the default worker thread count: max(4, 2 * hardware threads).
+int DefaultWorkerThreads();
+
+class Server {
+ public:
+  struct Options {
+    // HOST:PORT to listen on, plaintext. Port 0 picks a free port (see
+    // port()). Empty: no listening port; only InProcessChannel() reaches the
+    // server.
+    std::string listen = "127.0.0.1:50051";
+    // Largest message accepted or sent, in bytes. A larger request fails
+    // with RESOURCE_EXHAUSTED (from gRPC itself); the server keeps serving.
+    int max_message_bytes = 64 << 20;
+    // Most threads gRPC may use to serve calls (grpc::ResourceQuota); at
+    // least 2.
+    int worker_threads = DefaultWorkerThreads();
+  };
+
+  explicit Server(Options options);
+  // Shuts down with no grace period if still serving.
+  ~Server();
+
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Starts serving memplan.v1.MemoryPlanner, grpc.health.v1.Health (status
+  // SERVING for "" and "memplan.v1.MemoryPlanner") and reflection
+  // (grpc.reflection.v1alpha, able to describe all three). Returns
+  // INVALID_ARGUMENT for bad options, FAILED_PRECONDITION when already
+  // started, UNAVAILABLE naming the address when it cannot listen there.
+  absl::Status Start();
+
+  // Returns the port bound after Start (the chosen one for port 0), or 0.
+  int port() const { return port_; }
+
+  // Returns "HOST:PORT" with the bound port, e.g. "127.0.0.1:41234"; "" when
+  // not listening.
+  std::string address() const;
+
+  // Returns a channel to this server that bypasses the network (for tests),
+  // or nullptr before Start. Its client side accepts messages of any size.
+  std::shared_ptr<grpc::Channel> InProcessChannel();
+
+  // Marks the health status NOT_SERVING, stops accepting calls, lets calls
+  // in flight finish for up to `grace`, then cancels the rest. Returns when
+  // all calls are done. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  Options options_;
+  MemoryPlannerService service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_SERVER_SERVER_H_

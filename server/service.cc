@@ -1,0 +1,75 @@
+#include "server/service.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/planners.h"
+#include "core/validator.h"
+#include "proto/convert.h"
+#include "proto/graph_hash.h"
+#include "proto/grpc_status.h"
+
+namespace memplan {
+namespace {
+
+// Returns the call's deadline; gRPC reports "none" as time_point::max().
+absl::Time DeadlineOf(const grpc::ServerContext& context) {
+  const std::chrono::system_clock::time_point deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(deadline);
+}
+
+}  // namespace
+
+grpc::Status MemoryPlannerService::PlanMemory(
+    grpc::ServerContext* context, const v1::PlanMemoryRequest* request,
+    v1::PlanMemoryResponse* response) {
+  PlanContext plan_context;
+  plan_context.deadline = DeadlineOf(*context);
+  absl::StatusOr<v1::PlanMemoryResponse> result =
+      PlanRequest(*request, plan_context);
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *response = *std::move(result);
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
+    const v1::PlanMemoryRequest& request, const PlanContext& context) const {
+  absl::StatusOr<Problem> problem = RequestToProblem(request);
+  if (!problem.ok()) return problem.status();
+  absl::StatusOr<std::string> strategy =
+      StrategyName(request.options().strategy());
+  if (!strategy.ok()) return strategy.status();
+  const Planner* planner = FindPlanner(*strategy);
+  if (planner == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        "options.strategy: this server has no planner \"", *strategy, "\""));
+  }
+  if (absl::Status status = context.Check(); !status.ok()) return status;
+
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Plan> plan = planner->PlanProblem(*problem, context);
+  const absl::Duration planning_time = absl::Now() - start;
+  if (!plan.ok()) return plan.status();
+
+  if (absl::Status status = ValidatePlan(*problem, *plan); !status.ok()) {
+    return absl::InternalError(
+        absl::StrCat("planner \"", *strategy,
+                     "\" made a plan that fails validation: ",
+                     status.message()));
+  }
+  ResponseInfo info;
+  info.graph_hash = GraphHash(*problem, *strategy);
+  info.planner = *strategy;
+  info.planning_time = planning_time;
+  info.cache = v1::CACHE_STATUS_MISS;
+  return PlanToResponse(*problem, *plan, info);
+}
+
+}  // namespace memplan

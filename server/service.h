@@ -1,0 +1,37 @@
+// The MemoryPlanner gRPC service: a thin handler from wire to core and back.
+#ifndef MEMPLAN_SERVER_SERVICE_H_
+#define MEMPLAN_SERVER_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "core/planner.h"
+#include "memplan/v1/memory_planner.grpc.pb.h"
+
+namespace memplan {
+
+class MemoryPlannerService final : public v1::MemoryPlanner::Service {
+ public:
+  // Answers one PlanMemory call: PlanRequest under the call's deadline, its
+  // status converted by ToGrpcStatus (proto/grpc_status.h).
+  grpc::Status PlanMemory(grpc::ServerContext* context,
+                          const v1::PlanMemoryRequest* request,
+                          v1::PlanMemoryResponse* response) override;
+
+  // Returns the response to `request`: RequestToProblem (proto/convert.h),
+  // the strategy's planner (core/planners.h) under `context`, ValidatePlan
+  // (core/validator.h), PlanToResponse with stats, the graph hash
+  // (proto/graph_hash.h) and cache status MISS. planning_micros is the wall
+  // time of the planner alone, in microseconds. Returns
+  //   INVALID_ARGUMENT  a malformed request (RequestToProblem's errors);
+  //   UNIMPLEMENTED     a valid strategy this server has no planner for;
+  //   DEADLINE_EXCEEDED / CANCELLED  from `context`, before or while
+  //                     planning;
+  //   INTERNAL          a plan that fails ValidatePlan (a planner bug).
+  absl::StatusOr<v1::PlanMemoryResponse> PlanRequest(
+      const v1::PlanMemoryRequest& request, const PlanContext& context) const;
+};
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_SERVER_SERVICE_H_
