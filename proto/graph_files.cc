@@ -38,12 +38,14 @@ absl::StatusOr<v1::PoolMode> PoolModeFromName(absl::string_view name) {
   return mode;
 }
 
-// Returns Inductor's plan in `file` as a core plan, or an empty plan when
-// the file has none.
-absl::StatusOr<Plan> ExpectedPlan(const v1::CorpusFile& file) {
-  Plan plan;
+// Sets graph.expected_plan and graph.expected_offset_known from Inductor's
+// plan in `file`; leaves them empty when the file has none.
+absl::Status ReadExpectedPlan(const v1::CorpusFile& file, CorpusGraph& graph) {
+  Plan& plan = graph.expected_plan;
   const v1::CorpusPlan& expected = file.expected_inductor_plan();
-  if (expected.pools().empty() && expected.assignments().empty()) return plan;
+  if (expected.pools().empty() && expected.assignments().empty()) {
+    return absl::OkStatus();
+  }
   if (expected.assignments_size() != file.buffers_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "expected_inductor_plan.assignments has ", expected.assignments_size(),
@@ -68,8 +70,9 @@ absl::StatusOr<Plan> ExpectedPlan(const v1::CorpusFile& file) {
           assignment.pool(), "\" is not in expected_inductor_plan.pools"));
     }
     plan.assignments.push_back(Assignment{it->second, assignment.offset()});
+    graph.expected_offset_known.push_back(assignment.has_offset());
   }
-  return plan;
+  return absl::OkStatus();
 }
 
 // Returns the integer in CSV cell `cell` (column `column`, line `line`).
@@ -129,10 +132,16 @@ absl::StatusOr<CorpusGraph> ParseCorpusJson(absl::string_view json) {
     wire->set_dtype(buffer.dtype());
   }
 
-  absl::StatusOr<Plan> expected = ExpectedPlan(file);
-  if (!expected.ok()) return expected.status();
-  graph.expected_plan = *std::move(expected);
+  if (absl::Status status = ReadExpectedPlan(file, graph); !status.ok()) {
+    return status;
+  }
   return graph;
+}
+
+bool CorpusGraph::HasCompleteExpectedPlan() const {
+  return !expected_plan.assignments.empty() &&
+         std::find(expected_offset_known.begin(), expected_offset_known.end(),
+                   false) == expected_offset_known.end();
 }
 
 absl::StatusOr<v1::PlanMemoryRequest> RequestFromCorpusJson(

@@ -13,6 +13,7 @@
 #define MEMPLAN_PROTO_GRAPH_FILES_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -34,6 +35,14 @@ struct CorpusGraph {
   // one assignment per buffer (pool index, offset in bytes). Empty when the
   // file has no expected_inductor_plan.
   Plan expected_plan;
+  // Parallel to expected_plan.assignments: false where the file's offset is
+  // null because Inductor knew only a symbolic offset (under dynamic shapes,
+  // e.g. 84 of bert_base_infer_dyn's 146 buffers); that assignment's offset
+  // is 0 in expected_plan and must not be compared.
+  std::vector<bool> expected_offset_known;
+
+  // Returns true when every expected offset is known (and there is a plan).
+  bool HasCompleteExpectedPlan() const;
   // Seconds of wall time Inductor's planner took for this graph.
   double inductor_planner_seconds = 0;
 };
