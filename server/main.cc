@@ -27,7 +27,8 @@ ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "largest request or response in bytes; larger requests get "
           "RESOURCE_EXHAUSTED");
 ABSL_FLAG(int32_t, worker_threads, 0,
-          "most threads serving calls; 0 means max(4, 2 * hardware threads)");
+          "most threads serving calls (gRPC refuses calls beyond them with "
+          "RESOURCE_EXHAUSTED); 0 means max(64, 4 * hardware threads)");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGINT/SIGTERM, how long calls in flight may still run");
 

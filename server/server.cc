@@ -20,7 +20,7 @@ constexpr char kServiceName[] = "memplan.v1.MemoryPlanner";
 }  // namespace
 
 int DefaultWorkerThreads() {
-  return std::max(4, 2 * static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(64, 4 * static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 Server::Server(Options options) : options_(std::move(options)) {}
@@ -50,6 +50,9 @@ absl::Status Server::Start() {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   grpc::ServerBuilder builder;
+  // Without this, gRPC binds with SO_REUSEPORT and a second server on a busy
+  // port would start and silently share its calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (!options_.listen.empty()) {
     builder.AddListeningPort(options_.listen,
                              grpc::InsecureServerCredentials(), &port_);

@@ -14,7 +14,7 @@
 
 namespace memplan {
 
-// Returns the default worker thread count: max(4, 2 * hardware threads).
+// Returns the default worker thread count: max(64, 4 * hardware threads).
 int DefaultWorkerThreads();
 
 class Server {
@@ -28,7 +28,11 @@ class Server {
     // with RESOURCE_EXHAUSTED (from gRPC itself); the server keeps serving.
     int max_message_bytes = 64 << 20;
     // Most threads gRPC may use to serve calls (grpc::ResourceQuota); at
-    // least 2.
+    // least 2. gRPC's synchronous server does not queue calls beyond its
+    // threads: it refuses them with RESOURCE_EXHAUSTED ("Server Threadpool
+    // Exhausted"), so this must exceed the concurrent calls expected (each
+    // call holds one thread; gRPC's pollers hold a few more). Planning is
+    // CPU-bound: threads beyond the cores share them.
     int worker_threads = DefaultWorkerThreads();
   };
 
