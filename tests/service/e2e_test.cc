@@ -1,0 +1,362 @@
+// End-to-end tests of the two binaries: a real memplan-server on a free
+// port, driven by the memplan tool, a health client and a reflection client
+// (grpc.reflection.v1alpha, generated here from grpc-proto's .proto).
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+#include "core/types.h"
+#include "google/protobuf/descriptor.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "proto/convert.h"
+#include "proto/graph_files.h"
+
+extern char** environ;
+
+namespace memplan {
+namespace {
+
+using ::testing::HasSubstr;
+namespace reflection = ::grpc::reflection::v1alpha;
+
+constexpr char kServerBinary[] = MEMPLAN_SERVER_BINARY;
+constexpr char kCliBinary[] = MEMPLAN_CLI_BINARY;
+constexpr char kCorpusDir[] = MEMPLAN_CORPUS_DIR;
+
+// Returns a path in the test's temporary directory unique to this process.
+std::string TempPath(const std::string& name) {
+  static std::atomic<int> counter{0};
+  return absl::StrCat(::testing::TempDir(), "/e2e_", getpid(), "_", counter++,
+                      "_", name);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+// Starts `argv` with stdout and stderr written to the files `out` and `err`.
+// Returns its pid, or -1.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
+            const std::string& err) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null",
+                                   O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr,
+                                args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return error == 0 ? pid : -1;
+}
+
+// Returns the exit code of `pid` (128 + signal when killed by one), or -1.
+int WaitForExit(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `argv` to completion and returns its exit code and output.
+RunResult RunToExit(const std::vector<std::string>& argv) {
+  const std::string out = TempPath("out"), err = TempPath("err");
+  RunResult result;
+  const pid_t pid = Spawn(argv, out, err);
+  if (pid < 0) return result;
+  result.exit_code = WaitForExit(pid);
+  result.out = ReadAll(out);
+  result.err = ReadAll(err);
+  return result;
+}
+
+// A memplan-server process on a free port of 127.0.0.1.
+class ServerProcess {
+ public:
+  // Starts the server and waits (up to 30 s) for its "listening on" line.
+  absl::Status Start() {
+    stderr_path_ = TempPath("server_err");
+    pid_ = Spawn({kServerBinary, "--listen=127.0.0.1:0"}, "/dev/null",
+                 stderr_path_);
+    if (pid_ < 0) return absl::InternalError("cannot start memplan-server");
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    constexpr absl::string_view kListening = "memplan-server listening on ";
+    while (absl::Now() < give_up) {
+      for (absl::string_view line : absl::StrSplit(ReadAll(stderr_path_), '\n')) {
+        if (absl::ConsumePrefix(&line, kListening)) {
+          address_ = std::string(line);
+          return absl::OkStatus();
+        }
+      }
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return absl::InternalError("memplan-server exited: " +
+                                   ReadAll(stderr_path_));
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return absl::DeadlineExceededError("memplan-server did not start: " +
+                                       ReadAll(stderr_path_));
+  }
+
+  // Sends SIGTERM and returns the exit code.
+  int Stop() {
+    if (pid_ < 0) return -1;
+    kill(pid_, SIGTERM);
+    const int code = WaitForExit(pid_);
+    pid_ = -1;
+    return code;
+  }
+
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      WaitForExit(pid_);
+    }
+  }
+
+  bool running() const { return pid_ > 0; }
+  const std::string& address() const { return address_; }
+  std::string stderr_text() const { return ReadAll(stderr_path_); }
+
+ private:
+  pid_t pid_ = -1;
+  std::string stderr_path_;
+  std::string address_;  // HOST:PORT
+};
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::ifstream(std::string(kCorpusDir) +
+                              "/resnet18_infer.inference.intermediates.json")
+                    .good())
+        << "corpus directory " << kCorpusDir << " is missing";
+    ASSERT_EQ(server_.Start(), absl::OkStatus());
+  }
+
+  void TearDown() override {
+    if (server_.running()) {
+      EXPECT_EQ(server_.Stop(), 0) << server_.stderr_text();
+    }
+  }
+
+  RunResult Memplan(std::vector<std::string> args) {
+    args.insert(args.begin(), {kCliBinary});
+    args.insert(args.begin() + 2, "--server=" + server_.address());
+    return RunToExit(args);
+  }
+
+  ServerProcess server_;
+};
+
+// Parses one line of `memplan plan --output=json`.
+v1::PlanMemoryResponse ParseResponse(const std::string& line) {
+  v1::PlanMemoryResponse response;
+  const auto status = google::protobuf::util::JsonStringToMessage(line, &response);
+  EXPECT_TRUE(status.ok()) << status.ToString() << " in " << line;
+  return response;
+}
+
+TEST_F(EndToEndTest, PlansCorpusFilesAndCsvAsInductorDoes) {
+  const std::vector<std::string> corpus_files = {
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json"),
+      absl::StrCat(kCorpusDir, "/gpt2_train.forward.outputs.json")};
+  // MiniMalloc's README example: live bytes peak at 12.
+  const std::string csv = TempPath("example.csv");
+  std::ofstream(csv) << "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\n"
+                        "b4,9,21,4\nb5,0,21,4\n";
+
+  const RunResult run = Memplan({"plan", "--output=json", corpus_files[0],
+                                 corpus_files[1], csv});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<std::string> lines =
+      absl::StrSplit(run.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << run.out;
+  // Default values are printed: an offset of 0 is there.
+  EXPECT_THAT(lines[0], HasSubstr("\"offset\":\"0\""));
+
+  for (size_t i = 0; i < corpus_files.size(); ++i) {
+    SCOPED_TRACE(corpus_files[i]);
+    const absl::StatusOr<CorpusGraph> graph = ReadCorpusFile(corpus_files[i]);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const v1::PlanMemoryResponse response = ParseResponse(lines[i]);
+    EXPECT_EQ(response.assignments_size(), graph->request.buffers_size());
+    EXPECT_EQ(response.stats().planner(), "inductor");
+    EXPECT_EQ(response.cache(), v1::CACHE_STATUS_MISS);
+    const absl::StatusOr<Plan> plan = ResponseToPlan(response);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->pools, graph->expected_plan.pools);
+    EXPECT_EQ(plan->assignments, graph->expected_plan.assignments);
+  }
+
+  const v1::PlanMemoryResponse response = ParseResponse(lines[2]);
+  EXPECT_EQ(response.assignments_size(), 5);
+  EXPECT_EQ(response.stats().lower_bound_bytes(), 12);
+  EXPECT_EQ(response.stats().planner(), "inductor");
+  ASSERT_GE(response.pools_size(), 1);
+  EXPECT_EQ(response.pools(0).name(), "pool0");
+  EXPECT_EQ(response.pools(0).device(), "");
+}
+
+TEST_F(EndToEndTest, TableOutputSummarisesEachFile) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.combined.json");
+  const RunResult run = Memplan({"plan", "--output=table", file});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr(file));
+  EXPECT_THAT(run.out, HasSubstr("pool0"));
+  EXPECT_THAT(run.out, HasSubstr("lower bound"));
+  EXPECT_THAT(run.out, HasSubstr("inductor"));
+}
+
+TEST_F(EndToEndTest, PoolModeFlagOverridesTheFile) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
+  const RunResult run = Memplan({"plan", "--pool_mode=combined", file});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // Combined mode: one pool per device.
+  EXPECT_EQ(ParseResponse(run.out).pools_size(), 1);
+}
+
+TEST_F(EndToEndTest, BadFileFailsWithTheCodeOnStderr) {
+  const std::string bad = TempPath("bad.csv");
+  std::ofstream(bad) << "id,lower,upper,size\na,0,4,16\na,2,6,16\n";
+  const std::string good =
+      absl::StrCat(kCorpusDir, "/resnet18_infer_dyn.inference.intermediates.json");
+  const RunResult run = Memplan({"plan", bad, good});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.err, HasSubstr(bad));
+  EXPECT_THAT(run.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(run.err, HasSubstr("buffers[1] (\"a\")"));
+  // The good file after it is still planned.
+  EXPECT_EQ(ParseResponse(run.out).assignments_size(), 3);
+}
+
+TEST_F(EndToEndTest, UsageErrorsExitNonZero) {
+  EXPECT_NE(Memplan({"plan", "--strategy=nonsense", "x.csv"}).exit_code, 0);
+  EXPECT_NE(Memplan({"frobnicate"}).exit_code, 0);
+  const RunResult help = RunToExit({kCliBinary, "--help"});
+  EXPECT_THAT(help.out + help.err, HasSubstr("memplan plan"));
+}
+
+TEST_F(EndToEndTest, HealthIsServing) {
+  const RunResult run = Memplan({"health"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "SERVING\n");
+
+  MemplanClient client(CreateChannel(server_.address()));
+  const auto status = client.HealthCheck("memplan.v1.MemoryPlanner");
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(*status, grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+// Sends `request` on a fresh ServerReflectionInfo stream to `address` and
+// returns the one response. (gRPC 1.51's reflection server does not clear
+// its response between requests on one stream, so one stream per request.)
+reflection::ServerReflectionResponse AskReflection(
+    const std::string& address,
+    const reflection::ServerReflectionRequest& request) {
+  auto stub = reflection::ServerReflection::NewStub(CreateChannel(address));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  auto stream = stub->ServerReflectionInfo(&context);
+  reflection::ServerReflectionResponse response;
+  EXPECT_TRUE(stream->Write(request));
+  EXPECT_TRUE(stream->Read(&response));
+  stream->WritesDone();
+  const grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response;
+}
+
+TEST_F(EndToEndTest, ReflectionListsAndDescribesEveryService) {
+  reflection::ServerReflectionRequest request;
+  request.set_list_services("");
+  const reflection::ServerReflectionResponse listed =
+      AskReflection(server_.address(), request);
+  std::vector<std::string> services;
+  for (const auto& service : listed.list_services_response().service()) {
+    services.push_back(service.name());
+  }
+  EXPECT_THAT(services, ::testing::IsSupersetOf(
+                            {"memplan.v1.MemoryPlanner", "grpc.health.v1.Health",
+                             "grpc.reflection.v1alpha.ServerReflection"}));
+
+  const struct {
+    const char* package;
+    const char* service;
+    const char* file;
+  } kServices[] = {
+      {"grpc.health.v1", "Health", "grpc/health/v1/health.proto"},
+      {"memplan.v1", "MemoryPlanner", "memplan/v1/memory_planner.proto"},
+  };
+  for (const auto& expected : kServices) {
+    const std::string symbol =
+        absl::StrCat(expected.package, ".", expected.service);
+    SCOPED_TRACE(symbol);
+    request.set_file_containing_symbol(symbol);
+    const reflection::ServerReflectionResponse described =
+        AskReflection(server_.address(), request);
+    ASSERT_TRUE(described.has_file_descriptor_response())
+        << described.error_response().error_message();
+    ASSERT_GE(described.file_descriptor_response().file_descriptor_proto_size(),
+              1);
+    // The first file is the one declaring the symbol; the rest its imports.
+    google::protobuf::FileDescriptorProto file;
+    ASSERT_TRUE(file.ParseFromString(
+        described.file_descriptor_response().file_descriptor_proto(0)));
+    EXPECT_EQ(file.name(), expected.file);
+    EXPECT_EQ(file.package(), expected.package);
+    std::vector<std::string> declared;
+    for (const auto& service : file.service()) declared.push_back(service.name());
+    EXPECT_THAT(declared, ::testing::Contains(expected.service));
+  }
+
+  request.set_file_containing_symbol("no.such.Symbol");
+  EXPECT_EQ(AskReflection(server_.address(), request).error_response().error_code(),
+            static_cast<int>(grpc::StatusCode::NOT_FOUND));
+}
+
+TEST_F(EndToEndTest, SigtermExitsZero) {
+  EXPECT_EQ(server_.Stop(), 0) << server_.stderr_text();
+  EXPECT_THAT(server_.stderr_text(), HasSubstr("shutting down"));
+}
+
+}  // namespace
+}  // namespace memplan
