@@ -65,7 +65,7 @@ struct FreeTime {
 };
 
 struct Node {
-  NodeKind kind;
+  NodeKind kind = NodeKind::kEmpty;
   int32_t block = -1;            // kAllocation: index into Block list
   Bytes empty_size = 0;          // kEmpty: bytes reserved
   absl::InlinedVector<NodeId, 2> children;  // kTemporal
@@ -84,6 +84,7 @@ struct Node {
 // One buffer to place (Inductor's Allocation).
 struct Block {
   int32_t buffer;  // index into Problem::buffers
+  int32_t device;  // index into the planner's device list
   Bytes size;
   LiveRange live_range;
   // Allocation.earliest_available: the begin of a buffer whose size depends
@@ -93,7 +94,8 @@ struct Block {
 
 // An AllocationPool: one tree, one device.
 struct PoolState {
-  int32_t device;  // index into the planner's device list
+  int32_t device;    // index into the planner's device list
+  int32_t position;  // index in its device's pool list
   NodeId root;     // a kTemporal node
   bool can_expand;
   // restrict_live_range = [restrict_begin, inf) once set.
@@ -103,6 +105,54 @@ struct PoolState {
   // touching their trees.
   Bytes size_hint = 0;
   FreeTime free_time;
+};
+
+// Maxima over a growing array of pool sizes, to find the next pool large
+// enough for a buffer without visiting the smaller ones: a segment tree
+// over leaves_ slots (a power of two), unused slots holding -1.
+class PoolSizeIndex {
+ public:
+  void Append(Bytes size) {
+    if (count_ == leaves_) Grow();
+    Set(count_++, size);
+  }
+  void Set(int index, Bytes size) {
+    int node = index + leaves_;
+    tree_[node] = size;
+    for (node >>= 1; node > 0; node >>= 1) {
+      tree_[node] = std::max(tree_[2 * node], tree_[2 * node + 1]);
+    }
+  }
+  // Returns the first index >= from whose size is >= size, or the count.
+  int FirstAtLeast(int from, Bytes size) const {
+    if (from >= count_) return count_;
+    int node = from + leaves_;
+    while (tree_[node] < size) {
+      // Climb while `node` is a right child, then step to the right.
+      while (node & 1) {
+        node >>= 1;
+        if (node == 0) return count_;
+      }
+      ++node;
+    }
+    while (node < leaves_) {
+      node = tree_[2 * node] >= size ? 2 * node : 2 * node + 1;
+    }
+    return std::min(node - leaves_, count_);
+  }
+
+ private:
+  void Grow() {
+    std::vector<Bytes> old(tree_.begin() + leaves_,
+                           tree_.begin() + leaves_ + count_);
+    leaves_ = std::max(1, 2 * leaves_);
+    tree_.assign(2 * leaves_, -1);
+    for (int i = 0; i < count_; ++i) Set(i, old[i]);
+  }
+
+  std::vector<Bytes> tree_;
+  int leaves_ = 0;
+  int count_ = 0;
 };
 
 // The allocation state for one problem: the node arena, pools per device.
@@ -116,7 +166,8 @@ class Allocator {
 
  private:
   NodeId NewNode(NodeKind kind) {
-    nodes_.push_back(Node{kind});
+    nodes_.emplace_back();
+    nodes_.back().kind = kind;
     return static_cast<NodeId>(nodes_.size() - 1);
   }
   NodeId NewAllocation(int32_t block) {
@@ -195,10 +246,26 @@ class Allocator {
     EnsureCached(pool.root);
     pool.size_hint = nodes_[pool.root].size_hint;
     pool.free_time = nodes_[pool.root].free_time;
+    device_pools_[pool.device].sizes.Set(pool.position, pool.size_hint);
   }
   void UpdateRestrict(PoolState& pool, int32_t block);
   // As AllocationPools.get_pools / allocate / allocate_output.
-  std::vector<int32_t>& PoolsOf(const std::string& device);
+  struct DevicePools {
+    std::vector<int32_t> pools;  // pools_ indices, in creation order
+    PoolSizeIndex sizes;         // their size_hint, by position
+    bool requested = false;      // get_pools was called for the device
+  };
+  // Returns the pools of device `device` (an index into devices_), noting
+  // the device's first use: pools are named in that order, as
+  // AllocationPools.device_to_pools is filled by get_pools.
+  DevicePools& PoolsOf(int32_t device) {
+    DevicePools& pools = device_pools_[device];
+    if (!pools.requested) {
+      pools.requested = true;
+      device_order_.push_back(device);
+    }
+    return pools;
+  }
   void NewPool(int32_t block, bool can_expand);
   absl::Status Allocate(int32_t block);
   void AllocateOutput(int32_t block);
@@ -211,9 +278,10 @@ class Allocator {
   std::vector<Node> nodes_;
   std::vector<Block> blocks_;
   std::vector<PoolState> pools_;
-  std::vector<std::string> devices_;  // in order of first pool request
-  absl::flat_hash_map<std::string, int32_t> device_index_;
-  std::vector<std::vector<int32_t>> device_pools_;  // pools_ indices
+  std::vector<std::string> devices_;  // in order of first buffer
+  std::vector<int32_t> device_order_;  // devices_ indices, by first pool
+
+  std::vector<DevicePools> device_pools_;
   // Scratch space reused across calls.
   struct Frame {
     NodeId node;
@@ -444,43 +512,45 @@ void Allocator::UpdateRestrict(PoolState& pool, int32_t block) {
                             : earliest;
 }
 
-std::vector<int32_t>& Allocator::PoolsOf(const std::string& device) {
-  auto [it, inserted] =
-      device_index_.try_emplace(device, static_cast<int32_t>(devices_.size()));
-  if (inserted) {
-    devices_.push_back(device);
-    device_pools_.emplace_back();
-  }
-  return device_pools_[it->second];
-}
-
 void Allocator::NewPool(int32_t block, bool can_expand) {
-  const std::string& device = problem_.buffers[blocks_[block].buffer].device;
-  PoolState pool{device_index_.at(device),
+  DevicePools& device_pools = device_pools_[blocks_[block].device];
+  PoolState pool{blocks_[block].device,
+                 static_cast<int32_t>(device_pools.pools.size()),
                  NewTemporal({NewAllocation(block)}), can_expand,
                  std::nullopt};
+  device_pools.pools.push_back(static_cast<int32_t>(pools_.size()));
+  device_pools.sizes.Append(0);
   UpdateRestrict(pool, block);
   RefreshGate(pool);
-  device_pools_[pool.device].push_back(static_cast<int32_t>(pools_.size()));
   pools_.push_back(pool);
 }
 
 absl::Status Allocator::Allocate(int32_t block) {
-  const std::vector<int32_t>& pools =
-      PoolsOf(problem_.buffers[blocks_[block].buffer].device);
+  const DevicePools& device_pools = PoolsOf(blocks_[block].device);
+  const std::vector<int32_t>& pools = device_pools.pools;
   const Block& b = blocks_[block];
-  for (size_t i = 0; i < pools.size(); ++i) {
+  const int count = static_cast<int>(pools.size());
+  // Every pool but the last, and the last when it cannot grow, rejects a
+  // buffer larger than its root's size_hint, or one its free_time cannot
+  // hold, without changing anything (AllocationPool.allocate): skip those,
+  // the too-small ones by the size index.
+  for (int i = device_pools.sizes.FirstAtLeast(0, b.size); i < count;
+       i = device_pools.sizes.FirstAtLeast(i + 1, b.size)) {
     PoolState& pool = pools_[pools[i]];
-    const bool is_last = i + 1 == pools.size();
-    if (!(is_last && pool.can_expand)) {
-      // AllocationPool.allocate would fail without changing anything.
-      if (b.size > pool.size_hint) continue;
-      if (options_.prune_full_subtrees &&
-          !pool.free_time.MayHold(b.live_range)) {
-        continue;
-      }
+    const bool is_last = i + 1 == count;
+    if (is_last && pool.can_expand) break;
+    if (options_.prune_full_subtrees &&
+        !pool.free_time.MayHold(b.live_range)) {
+      continue;
     }
     absl::StatusOr<bool> placed = AllocateInPool(pool, block, is_last);
+    if (!placed.ok()) return placed.status();
+    if (*placed) return absl::OkStatus();
+  }
+  if (count > 0 && pools_[pools.back()].can_expand) {
+    // The last pool may grow, so it takes every buffer that reaches it.
+    absl::StatusOr<bool> placed =
+        AllocateInPool(pools_[pools.back()], block, /*is_last=*/true);
     if (!placed.ok()) return placed.status();
     if (*placed) return absl::OkStatus();
   }
@@ -489,8 +559,7 @@ absl::Status Allocator::Allocate(int32_t block) {
 }
 
 void Allocator::AllocateOutput(int32_t block) {
-  const std::vector<int32_t>& pools =
-      PoolsOf(problem_.buffers[blocks_[block].buffer].device);
+  const std::vector<int32_t>& pools = PoolsOf(blocks_[block].device).pools;
   const bool shared = problem_.pool_mode == PoolMode::kOutputs ||
                       problem_.pool_mode == PoolMode::kCombined;
   if (!pools.empty() && shared) {
@@ -515,8 +584,8 @@ Plan Allocator::Finalize() {
   std::vector<Bytes> final_size(nodes_.size(), 0);
   std::vector<std::pair<NodeId, bool>> stack;
   std::vector<std::pair<NodeId, Bytes>> offsets;
-  for (const std::vector<int32_t>& device_pools : device_pools_) {
-    for (int32_t pool_index : device_pools) {
+  for (int32_t device : device_order_) {
+    for (int32_t pool_index : device_pools_[device].pools) {
       const PoolState& pool = pools_[pool_index];
       // Sizes, children first.
       stack.assign({{pool.root, false}});
@@ -599,12 +668,17 @@ Plan Allocator::Finalize() {
 absl::StatusOr<Plan> Allocator::Run() {
   const std::vector<Buffer>& buffers = problem_.buffers;
   blocks_.reserve(buffers.size());
+  absl::flat_hash_map<absl::string_view, int32_t> device_index;
   std::vector<int32_t> outputs;
   std::vector<int32_t> intermediates;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Buffer& buffer = buffers[i];
     const int32_t block = static_cast<int32_t>(blocks_.size());
-    blocks_.push_back(Block{static_cast<int32_t>(i), buffer.size,
+    auto [device, inserted] = device_index.try_emplace(
+        buffer.device, static_cast<int32_t>(devices_.size()));
+    if (inserted) devices_.push_back(buffer.device);
+    blocks_.push_back(Block{static_cast<int32_t>(i), device->second,
+                            buffer.size,
                             buffer.live_range,
                             buffer.size_is_data_dependent
                                 ? buffer.live_range.begin
@@ -615,6 +689,7 @@ absl::StatusOr<Plan> Allocator::Run() {
       intermediates.push_back(block);
     }
   }
+  device_pools_.resize(devices_.size());
   // Outputs by (size, -length), the rest by (-size, -length); stable.
   std::stable_sort(outputs.begin(), outputs.end(), [&](int32_t a, int32_t b) {
     const Block& x = blocks_[a];

@@ -5,25 +5,27 @@
 
 namespace memplan {
 
-LiveRanges::LiveRanges(std::vector<LiveRange> ranges) {
+LiveRanges::LiveRanges(absl::Span<const LiveRange> ranges)
+    : ranges_(ranges.begin(), ranges.end()) {
   // Merging joins ranges whose closed hulls [begin, end] meet, so the order
   // of equal begins does not matter and a plain sort suffices.
   auto by_begin = [](const LiveRange& a, const LiveRange& b) {
     return a.begin < b.begin;
   };
-  if (!std::is_sorted(ranges.begin(), ranges.end(), by_begin)) {
-    std::sort(ranges.begin(), ranges.end(), by_begin);
+  if (!std::is_sorted(ranges_.begin(), ranges_.end(), by_begin)) {
+    std::sort(ranges_.begin(), ranges_.end(), by_begin);
   }
-  // Merge in place: ranges[0, kept) are the merged ranges so far.
+  // Merge in place: ranges_[0, kept) are the merged ranges so far.
   size_t kept = 0;
-  for (const LiveRange& range : ranges) {
-    if (kept > 0 && ranges[kept - 1].end >= range.begin) {
-      ranges[kept - 1].end = std::max(ranges[kept - 1].end, range.end);
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    const LiveRange range = ranges_[i];
+    if (kept > 0 && ranges_[kept - 1].end >= range.begin) {
+      ranges_[kept - 1].end = std::max(ranges_[kept - 1].end, range.end);
     } else {
-      ranges[kept++] = range;
+      ranges_[kept++] = range;
     }
   }
-  ranges_.assign(ranges.begin(), ranges.begin() + kept);
+  ranges_.resize(kept);
 }
 
 void LiveRanges::Add(LiveRange range) {

@@ -3,10 +3,12 @@
 #ifndef MEMPLAN_CORE_LIVE_RANGES_H_
 #define MEMPLAN_CORE_LIVE_RANGES_H_
 
+#include <initializer_list>
 #include <ostream>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 #include "core/types.h"
 
 namespace memplan {
@@ -18,8 +20,10 @@ namespace memplan {
 class LiveRanges {
  public:
   LiveRanges() = default;
-  // Sorts (stably, by begin) and merges `ranges`.
-  explicit LiveRanges(std::vector<LiveRange> ranges);
+  // Sorts (by begin) and merges `ranges`.
+  explicit LiveRanges(absl::Span<const LiveRange> ranges);
+  LiveRanges(std::initializer_list<LiveRange> ranges)
+      : LiveRanges(absl::Span<const LiveRange>(ranges)) {}
 
   // Most sets hold one or two ranges: those need no heap allocation.
   using Storage = absl::InlinedVector<LiveRange, 2>;
