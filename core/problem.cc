@@ -1,0 +1,86 @@
+#include "core/problem.h"
+
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace memplan {
+namespace {
+
+// Returns `buffers[i] ("first name")`, or `buffers[i]` for a nameless buffer.
+std::string BufferLabel(const Problem& problem, size_t i) {
+  const Buffer& buffer = problem.buffers[i];
+  if (buffer.names.empty()) return absl::StrCat("buffers[", i, "]");
+  return absl::StrCat("buffers[", i, "] (\"", buffer.names[0], "\")");
+}
+
+bool IsPowerOfTwo(Bytes value) { return value > 0 && (value & (value - 1)) == 0; }
+
+absl::Status CheckBuffer(const Problem& problem, size_t i) {
+  const Buffer& buffer = problem.buffers[i];
+  if (buffer.names.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(BufferLabel(problem, i), ": names is empty"));
+  }
+  for (size_t j = 0; j < buffer.names.size(); ++j) {
+    if (buffer.names[j].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          BufferLabel(problem, i), ": names[", j, "] is empty"));
+    }
+  }
+  if (buffer.size < 0 || buffer.size > kMaxBufferBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(BufferLabel(problem, i), ": size_bytes must be in [0, ",
+                     kMaxBufferBytes, "], got ", buffer.size));
+  }
+  const LiveRange& range = buffer.live_range;
+  if (range.begin < 0 || range.begin > kMaxTimestep) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        BufferLabel(problem, i), ": live_range.begin must be in [0, ",
+        kMaxTimestep, "], got ", range.begin));
+  }
+  if (range.end < 0 || range.end > kMaxTimestep) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(BufferLabel(problem, i), ": live_range.end must be in [0, ",
+                     kMaxTimestep, "], got ", range.end));
+  }
+  if (range.begin > range.end) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        BufferLabel(problem, i), ": live_range.begin (", range.begin,
+        ") > live_range.end (", range.end, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateProblem(const Problem& problem) {
+  if (problem.buffers.empty()) {
+    return absl::InvalidArgumentError(
+        "buffers: empty (a request needs at least one buffer)");
+  }
+  if (!IsPowerOfTwo(problem.alignment) || problem.alignment > kMaxAlignment) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.alignment must be a power of two in [1, ",
+                     kMaxAlignment, "], got ", problem.alignment));
+  }
+  // Each name, to the index of the first buffer that carries it.
+  absl::flat_hash_map<absl::string_view, size_t> owner;
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    absl::Status status = CheckBuffer(problem, i);
+    if (!status.ok()) return status;
+    for (const std::string& name : problem.buffers[i].names) {
+      const auto [it, inserted] = owner.emplace(absl::string_view(name), i);
+      if (!inserted) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(BufferLabel(problem, i), ": name \"", name,
+                         "\" is also a name of ", BufferLabel(problem, it->second)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memplan
