@@ -18,12 +18,21 @@ namespace memplan {
 //     ranges intersect) and in bytes ([offset, offset + size) intersect);
 //   - the pool mode's sharing rules (DESIGN.md):
 //       none:          a pool holds at most one output, and is no larger
-//                      than its largest buffer rounded up to the alignment;
+//                      than its largest buffer rounded up to the alignment,
+//                      plus padding (below);
 //       intermediates: a pool holds at most one output, and a pool holding
 //                      an output is no larger than that output rounded up to
-//                      the alignment;
+//                      the alignment, plus padding (below);
 //       outputs:       all outputs of a device are in one pool;
-//       combined:      one pool per device holds all of its buffers.
+//       combined:      one pool per device holds all of its buffers, unless
+//                      a buffer of the device has a data-dependent size
+//                      (torch 2.11's Allocation.earliest_available may then
+//                      start other pools).
+//     Padding: `alignment` bytes for each other buffer of the pool whose
+//     size is not a multiple of the alignment. Inductor places a
+//     SpatialSplit's right part at align(left), so fitting a b-byte buffer
+//     into an S-byte slot takes align(b) + (S - b) bytes; with every size a
+//     multiple of the alignment there is no padding.
 // Pool names must be unique and pools non-empty (every pool holds a buffer).
 absl::Status ValidatePlan(const Problem& problem, const Plan& plan);
 
