@@ -38,8 +38,8 @@ absl::StatusOr<v1::PoolMode> PoolModeFromName(absl::string_view name) {
   return mode;
 }
 
-// Sets graph.expected_plan and graph.expected_offset_known from Inductor's
-// plan in `file`; leaves them empty when the file has none.
+// Sets graph.expected_plan from Inductor's plan in `file`; leaves it empty
+// when the file has none.
 absl::Status ReadExpectedPlan(const v1::CorpusFile& file, CorpusGraph& graph) {
   Plan& plan = graph.expected_plan;
   const v1::CorpusPlan& expected = file.expected_inductor_plan();
@@ -69,8 +69,9 @@ absl::Status ReadExpectedPlan(const v1::CorpusFile& file, CorpusGraph& graph) {
           "expected_inductor_plan.assignments[", i, "]: pool \"",
           assignment.pool(), "\" is not in expected_inductor_plan.pools"));
     }
-    plan.assignments.push_back(Assignment{it->second, assignment.offset()});
-    graph.expected_offset_known.push_back(assignment.has_offset());
+    plan.assignments.push_back(Assignment{
+        it->second,
+        assignment.has_offset() ? assignment.offset() : kUnknownOffset});
   }
   return absl::OkStatus();
 }
@@ -140,8 +141,11 @@ absl::StatusOr<CorpusGraph> ParseCorpusJson(absl::string_view json) {
 
 bool CorpusGraph::HasCompleteExpectedPlan() const {
   return !expected_plan.assignments.empty() &&
-         std::find(expected_offset_known.begin(), expected_offset_known.end(),
-                   false) == expected_offset_known.end();
+         std::none_of(expected_plan.assignments.begin(),
+                      expected_plan.assignments.end(),
+                      [](const Assignment& assignment) {
+                        return assignment.offset == kUnknownOffset;
+                      });
 }
 
 absl::StatusOr<v1::PlanMemoryRequest> RequestFromCorpusJson(

@@ -13,7 +13,6 @@
 #define MEMPLAN_PROTO_GRAPH_FILES_H_
 
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -22,6 +21,10 @@
 #include "memplan/v1/memory_planner.pb.h"
 
 namespace memplan {
+
+// The expected offset of an assignment whose integer offset the corpus file
+// does not record (null: Inductor knew only a symbolic offset).
+inline constexpr Bytes kUnknownOffset = -1;
 
 // One corpus file, read.
 struct CorpusGraph {
@@ -33,18 +36,17 @@ struct CorpusGraph {
   v1::PlanMemoryRequest request;
   // Inductor's plan: pools in creation order (name, device, size in bytes),
   // one assignment per buffer (pool index, offset in bytes). Empty when the
-  // file has no expected_inductor_plan.
+  // file has no expected_inductor_plan. An offset is kUnknownOffset where
+  // the file's is null because Inductor knew only a symbolic offset (under
+  // dynamic shapes, e.g. 84 of bert_base_infer_dyn's 146 buffers): compare
+  // only the pool there.
   Plan expected_plan;
-  // Parallel to expected_plan.assignments: false where the file's offset is
-  // null because Inductor knew only a symbolic offset (under dynamic shapes,
-  // e.g. 84 of bert_base_infer_dyn's 146 buffers); that assignment's offset
-  // is 0 in expected_plan and must not be compared.
-  std::vector<bool> expected_offset_known;
-
-  // Returns true when every expected offset is known (and there is a plan).
-  bool HasCompleteExpectedPlan() const;
   // Seconds of wall time Inductor's planner took for this graph.
   double inductor_planner_seconds = 0;
+
+  // Returns true when there is an expected plan and all its offsets are
+  // known.
+  bool HasCompleteExpectedPlan() const;
 };
 
 // Returns the graph in corpus file text `json`. Returns INVALID_ARGUMENT

@@ -57,8 +57,13 @@ class Server {
   // not listening.
   std::string address() const;
 
+  // Returns the MemoryPlanner service this server runs.
+  const MemoryPlannerService& service() const { return service_; }
+
   // Returns a channel to this server that bypasses the network (for tests),
   // or nullptr before Start. Its client side accepts messages of any size.
+  // Start no call on it after Shutdown: gRPC 1.51's in-process transport
+  // crashes then instead of failing the call.
   std::shared_ptr<grpc::Channel> InProcessChannel();
 
   // Marks the health status NOT_SERVING, stops accepting calls, lets calls

@@ -30,10 +30,12 @@ absl::Time DeadlineOf(const grpc::ServerContext& context) {
 grpc::Status MemoryPlannerService::PlanMemory(
     grpc::ServerContext* context, const v1::PlanMemoryRequest* request,
     v1::PlanMemoryResponse* response) {
+  calls_in_flight_.fetch_add(1, std::memory_order_relaxed);
   PlanContext plan_context;
   plan_context.deadline = DeadlineOf(*context);
   absl::StatusOr<v1::PlanMemoryResponse> result =
       PlanRequest(*request, plan_context);
+  calls_in_flight_.fetch_sub(1, std::memory_order_relaxed);
   if (!result.ok()) return ToGrpcStatus(result.status());
   *response = *std::move(result);
   return grpc::Status::OK;

@@ -4,6 +4,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <cstdint>
+
 #include "absl/status/statusor.h"
 #include "core/planner.h"
 #include "memplan/v1/memory_planner.grpc.pb.h"
@@ -30,6 +33,14 @@ class MemoryPlannerService final : public v1::MemoryPlanner::Service {
   //   INTERNAL          a plan that fails ValidatePlan (a planner bug).
   absl::StatusOr<v1::PlanMemoryResponse> PlanRequest(
       const v1::PlanMemoryRequest& request, const PlanContext& context) const;
+
+  // Returns the number of PlanMemory calls being handled right now.
+  int64_t calls_in_flight() const {
+    return calls_in_flight_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int64_t> calls_in_flight_{0};
 };
 
 }  // namespace memplan

@@ -260,14 +260,18 @@ TEST(ParseCorpusJsonTest, NullOffsetsAreMarkedUnknown) {
                         {"pool": "pool0", "offset": null,
                          "symbolic_offset": "64*s0"}]}})");
   ASSERT_TRUE(graph.ok()) << graph.status();
-  EXPECT_EQ(graph->expected_offset_known, (std::vector<bool>{true, false}));
+  EXPECT_EQ(graph->expected_plan.assignments,
+            (std::vector<Assignment>{{0, 0}, {0, kUnknownOffset}}));
   EXPECT_FALSE(graph->HasCompleteExpectedPlan());
 
   const absl::StatusOr<CorpusGraph> dynamic = ReadCorpusFile(
       CorpusDir() + "/bert_base_infer_dyn.inference.intermediates.json");
   ASSERT_TRUE(dynamic.ok()) << dynamic.status();
-  EXPECT_EQ(std::count(dynamic->expected_offset_known.begin(),
-                       dynamic->expected_offset_known.end(), false),
+  EXPECT_EQ(std::count_if(dynamic->expected_plan.assignments.begin(),
+                          dynamic->expected_plan.assignments.end(),
+                          [](const Assignment& assignment) {
+                            return assignment.offset == kUnknownOffset;
+                          }),
             84);
 }
 

@@ -353,25 +353,26 @@ TEST(ServerTest, RejectsBadOptions) {
   EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A call the handler has started runs to its end within the grace period.
+// Over TCP: gRPC 1.51's in-process transport crashes on a call that starts
+// after the server has shut down (see Server::InProcessChannel).
 TEST(ServerTest, ShutdownFinishesCallsInFlight) {
   Server::Options options;
-  options.listen = "";
+  options.listen = "127.0.0.1:0";
   Server server(options);
   ASSERT_EQ(server.Start(), absl::OkStatus());
-  MemplanClient client(server.InProcessChannel());
+  MemplanClient client(CreateChannel(server.address()));
   absl::StatusOr<v1::PlanMemoryResponse> result;
   std::thread call([&] { result = client.PlanMemory(LargeRequest(20000)); });
-  absl::SleepFor(absl::Milliseconds(20));
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (server.service().calls_in_flight() == 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  ASSERT_EQ(server.service().calls_in_flight(), 1);
   server.Shutdown(absl::Seconds(30));
   call.join();
-  // Either the call was in flight and finished, or it had not reached the
-  // server yet and was refused; never cut off midway.
-  if (!result.ok()) {
-    EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable)
-        << result.status();
-  } else {
-    EXPECT_EQ(result->assignments_size(), 20000);
-  }
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->assignments_size(), 20000);
 }
 
 }  // namespace
