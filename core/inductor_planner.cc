@@ -94,10 +94,10 @@ struct Block {
 
 // An AllocationPool: one tree, one device.
 struct PoolState {
-  int32_t device;    // index into the planner's device list
-  int32_t position;  // index in its device's pool list
-  NodeId root;     // a kTemporal node
-  bool can_expand;
+  int32_t device = 0;    // index into the planner's device list
+  int32_t position = 0;  // index in its device's pool list
+  NodeId root = kNoNode;  // a kTemporal node
+  bool can_expand = false;
   // restrict_live_range = [restrict_begin, inf) once set.
   std::optional<Timestep> restrict_begin;
   // Copies of the root's size_hint and free_time, refreshed whenever the
@@ -514,10 +514,11 @@ void Allocator::UpdateRestrict(PoolState& pool, int32_t block) {
 
 void Allocator::NewPool(int32_t block, bool can_expand) {
   DevicePools& device_pools = device_pools_[blocks_[block].device];
-  PoolState pool{blocks_[block].device,
-                 static_cast<int32_t>(device_pools.pools.size()),
-                 NewTemporal({NewAllocation(block)}), can_expand,
-                 std::nullopt};
+  PoolState pool;
+  pool.device = blocks_[block].device;
+  pool.position = static_cast<int32_t>(device_pools.pools.size());
+  pool.root = NewTemporal({NewAllocation(block)});
+  pool.can_expand = can_expand;
   device_pools.pools.push_back(static_cast<int32_t>(pools_.size()));
   device_pools.sizes.Append(0);
   UpdateRestrict(pool, block);
