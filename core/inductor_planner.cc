@@ -67,18 +67,17 @@ struct FreeTime {
 struct Node {
   NodeKind kind = NodeKind::kEmpty;
   int32_t block = -1;            // kAllocation: index into Block list
-  Bytes empty_size = 0;          // kEmpty: bytes reserved
   absl::InlinedVector<NodeId, 2> children;  // kTemporal
   NodeId left = kNoNode;         // kSpatial: a kTemporal node
   NodeId right = kNoNode;        // kSpatial: a kTemporal node
 
-  // Derived from the subtree, valid while `cached` (kTemporal, kSpatial),
-  // as Inductor's cache_on_self values; cleared along the path of every
-  // successful allocation.
-  bool cached = false;
-  Bytes size_hint = 0;  // as get_size_hint()
-  LiveRanges live_ranges;  // as get_live_ranges()
-  FreeTime free_time;
+  // Derived from the subtree, as Inductor's get_size_hint() and
+  // get_live_ranges() (cached there with cache_on_self and cleared along
+  // the path of every successful allocation; here computed when the node
+  // is made and brought up to date along that path by UpdatePath).
+  Bytes size_hint = 0;
+  LiveRanges live_ranges;
+  FreeTime free_time;  // neutral for allocations and empty space
 };
 
 // One buffer to place (Inductor's Allocation).
@@ -173,63 +172,45 @@ class Allocator {
   NodeId NewAllocation(int32_t block) {
     NodeId id = NewNode(NodeKind::kAllocation);
     nodes_[id].block = block;
+    nodes_[id].size_hint = blocks_[block].size;
+    nodes_[id].live_ranges = LiveRanges({blocks_[block].live_range});
+    return id;
+  }
+  NodeId NewEmpty(Bytes size) {
+    NodeId id = NewNode(NodeKind::kEmpty);
+    nodes_[id].size_hint = size;  // bytes reserved
     return id;
   }
   NodeId NewTemporal(absl::InlinedVector<NodeId, 2> children) {
     NodeId id = NewNode(NodeKind::kTemporal);
     nodes_[id].children = std::move(children);
+    Summarize(id);
     return id;
   }
   NodeId NewSpatial(NodeId left, NodeId right) {
     NodeId id = NewNode(NodeKind::kSpatial);
     nodes_[id].left = left;
     nodes_[id].right = right;
+    Summarize(id);
     return id;
   }
   // As SpatialSplit.create: `left` with `extra_space` bytes free after it.
   NodeId NewSpatialWithSpace(NodeId left, Bytes extra_space) {
-    NodeId empty = NewNode(NodeKind::kEmpty);
-    nodes_[empty].empty_size = extra_space;
     NodeId left_split = NewTemporal({left});
-    NodeId right_split = NewTemporal({empty});
+    NodeId right_split = NewTemporal({NewEmpty(extra_space)});
     return NewSpatial(left_split, right_split);
   }
 
-  // Computes the cached values of `id` and of every uncached node below it,
-  // children first, with an explicit stack. After an allocation the splits
-  // on its path are brought up to date by UpdatePath instead: their live
-  // ranges gained exactly the block's range.
-  void EnsureCached(NodeId id) {
-    if (!nodes_[id].cached) ComputeCache(id);
-  }
-  void ComputeCache(NodeId id);
-  // Recomputes size_hint and free_time of a split from its (cached)
-  // children and its own live_ranges.
+  // Computes the derived values of a new split from its children.
+  void Summarize(NodeId id);
+  // Recomputes size_hint and free_time of a split from its children and its
+  // own live_ranges.
   void RecomputeFromChildren(NodeId id);
   // After `block` was placed at the end of path_: updates every split on
-  // path_, deepest first, as clearing and recomputing their caches would.
+  // path_, deepest first; each gained exactly the block's live range.
   void UpdatePath(int32_t block);
-  Bytes SizeHint(NodeId id) {
-    const Node& node = nodes_[id];
-    if (node.kind == NodeKind::kAllocation) return blocks_[node.block].size;
-    if (node.kind == NodeKind::kEmpty) return node.empty_size;
-    EnsureCached(id);
-    return nodes_[id].size_hint;
-  }
   // Returns get_live_ranges(id).overlaps(block's live range).
-  bool OverlapsBlock(NodeId id, const Block& block) {
-    const Node& node = nodes_[id];
-    if (node.kind == NodeKind::kAllocation) {
-      // LiveRanges.overlaps for two single ranges: the one that begins
-      // first (the node's on a tie) overlaps when it ends after the other
-      // begins.
-      const LiveRange& mine = blocks_[node.block].live_range;
-      const LiveRange& theirs = block.live_range;
-      return mine.begin <= theirs.begin ? mine.end > theirs.begin
-                                        : theirs.end > mine.begin;
-    }
-    if (node.kind == NodeKind::kEmpty) return false;
-    EnsureCached(id);
+  bool OverlapsBlock(NodeId id, const Block& block) const {
     return nodes_[id].live_ranges.Overlaps(block.live_range);
   }
 
@@ -243,7 +224,6 @@ class Allocator {
                                       bool is_last);
   void AllocateAtEnd(PoolState& pool, int32_t block);
   void RefreshGate(PoolState& pool) {
-    EnsureCached(pool.root);
     pool.size_hint = nodes_[pool.root].size_hint;
     pool.free_time = nodes_[pool.root].free_time;
     device_pools_[pool.device].sizes.Set(pool.position, pool.size_hint);
@@ -290,54 +270,30 @@ class Allocator {
   };
   std::vector<Frame> search_stack_;
   std::vector<NodeId> path_;  // root..target of an allocation
-  std::vector<std::pair<NodeId, bool>> cache_stack_;
   std::vector<LiveRange> range_scratch_;
   uint64_t steps_ = 0;        // tree nodes visited, for deadline checks
 };
 
-void Allocator::ComputeCache(NodeId id) {
-  // Post-order walk over the uncached part of the subtree.
-  std::vector<std::pair<NodeId, bool>>& stack = cache_stack_;
-  stack.assign({{id, false}});
-  while (!stack.empty()) {
-    auto [current, children_done] = stack.back();
-    stack.pop_back();
-    Node& node = nodes_[current];
-    if (node.cached || node.kind == NodeKind::kAllocation ||
-        node.kind == NodeKind::kEmpty) {
-      continue;
-    }
-    if (!children_done) {
-      stack.push_back({current, true});
-      if (node.kind == NodeKind::kTemporal) {
-        for (NodeId child : node.children) stack.push_back({child, false});
-      } else {
-        stack.push_back({node.right, false});
-        stack.push_back({node.left, false});
-      }
-      continue;
-    }
+void Allocator::Summarize(NodeId id) {
+  Node& node = nodes_[id];
+  if (node.kind == NodeKind::kTemporal && node.children.size() == 1) {
+    node.live_ranges = nodes_[node.children[0]].live_ranges;
+  } else {
     std::vector<LiveRange>& ranges = range_scratch_;
     ranges.clear();
-    auto add_ranges = [&](NodeId child_id) {
-      const Node& child = nodes_[child_id];
-      if (child.kind == NodeKind::kAllocation) {
-        ranges.push_back(blocks_[child.block].live_range);
-      } else if (child.kind != NodeKind::kEmpty) {
-        ranges.insert(ranges.end(), child.live_ranges.ranges().begin(),
-                      child.live_ranges.ranges().end());
-      }
+    auto add = [&](NodeId child) {
+      const LiveRanges::Storage& r = nodes_[child].live_ranges.ranges();
+      ranges.insert(ranges.end(), r.begin(), r.end());
     };
     if (node.kind == NodeKind::kTemporal) {
-      for (NodeId child : node.children) add_ranges(child);
+      for (NodeId child : node.children) add(child);
     } else {
-      add_ranges(node.left);
-      add_ranges(node.right);
+      add(node.left);
+      add(node.right);
     }
-    nodes_[current].live_ranges = LiveRanges(ranges);
-    RecomputeFromChildren(current);
-    nodes_[current].cached = true;
+    node.live_ranges = LiveRanges(ranges);
   }
+  RecomputeFromChildren(id);
 }
 
 void Allocator::RecomputeFromChildren(NodeId id) {
@@ -346,16 +302,15 @@ void Allocator::RecomputeFromChildren(NodeId id) {
   Bytes size = 0;
   if (node.kind == NodeKind::kTemporal) {
     for (NodeId child : node.children) {
-      const Node& c = nodes_[child];
-      if (c.kind == NodeKind::kSpatial) free_time.Add(c.free_time);
-      size = std::max(size, SizeHint(child));
+      free_time.Add(nodes_[child].free_time);
+      size = std::max(size, nodes_[child].size_hint);
     }
     free_time.AddSplit(node.live_ranges);
   } else {
     free_time.Add(nodes_[node.left].free_time);
     free_time.Add(nodes_[node.right].free_time);
-    size = AlignUp(SizeHint(node.left), problem_.alignment) +
-           SizeHint(node.right);
+    size = AlignUp(nodes_[node.left].size_hint, problem_.alignment) +
+           nodes_[node.right].size_hint;
   }
   node.free_time = free_time;
   node.size_hint = size;
@@ -364,10 +319,6 @@ void Allocator::RecomputeFromChildren(NodeId id) {
 void Allocator::UpdatePath(int32_t block) {
   const LiveRange range = blocks_[block].live_range;
   for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
-    if (it == path_.rbegin()) {
-      // The target split may have new children (the block, or wrappers).
-      for (NodeId child : nodes_[*it].children) EnsureCached(child);
-    }
     nodes_[*it].live_ranges.Add(range);
     RecomputeFromChildren(*it);
   }
@@ -394,9 +345,9 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
     path_.push_back(frame.node);
     const NodeKind kind = nodes_[frame.node].kind;
     if (kind == NodeKind::kAllocation || kind == NodeKind::kEmpty) continue;
-    if (options_.prune_full_subtrees) {
-      EnsureCached(frame.node);
-      if (!nodes_[frame.node].free_time.MayHold(block.live_range)) continue;
+    if (options_.prune_full_subtrees &&
+        !nodes_[frame.node].free_time.MayHold(block.live_range)) {
+      continue;
     }
     if (kind == NodeKind::kSpatial) {
       stack.push_back({nodes_[frame.node].right, frame.is_last,
@@ -405,7 +356,7 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
       continue;
     }
     // TemporalSplit._allocate.
-    const Bytes slot_size = SizeHint(frame.node);
+    const Bytes slot_size = nodes_[frame.node].size_hint;
     if (!frame.is_last && block.size > slot_size) continue;
     NodeId overlapping = kNoNode;
     bool several_overlap = false;
@@ -466,7 +417,6 @@ absl::StatusOr<bool> Allocator::AllocateInPool(PoolState& pool, int32_t block,
       !(*pool.restrict_begin <= b.live_range.begin)) {
     return false;
   }
-  EnsureCached(pool.root);
   const Timestep pool_begin = nodes_[pool.root].live_ranges.begin();
   if (b.earliest_available != 0 && b.earliest_available > pool_begin) {
     return false;
@@ -610,7 +560,7 @@ Plan Allocator::Finalize() {
             final_size[id] = blocks_[node.block].size;
             break;
           case NodeKind::kEmpty:
-            final_size[id] = node.empty_size;
+            final_size[id] = node.size_hint;
             break;
           case NodeKind::kTemporal: {
             Bytes size = 0;
@@ -669,6 +619,8 @@ Plan Allocator::Finalize() {
 absl::StatusOr<Plan> Allocator::Run() {
   const std::vector<Buffer>& buffers = problem_.buffers;
   blocks_.reserve(buffers.size());
+  // Most buffers make a handful of nodes; growing the arena moves them all.
+  nodes_.reserve(4 * buffers.size() + 16);
   absl::flat_hash_map<absl::string_view, int32_t> device_index;
   std::vector<int32_t> outputs;
   std::vector<int32_t> intermediates;
