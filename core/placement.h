@@ -1,0 +1,83 @@
+// The single-pool placement problem that the search strategies solve (as
+// MiniMalloc's Problem and Solution): put every item of one pool at a byte
+// offset so that no two items whose live ranges intersect share a byte.
+//
+//   offset ^
+//   height +.............................
+//          |        +------+
+//          |  +-----+  i1  |          items i0 and i2 may share bytes:
+//          |  |  i0 +------+          their half-open live ranges [0,3)
+//          |  +-----+--------+        and [3,6) do not intersect
+//          |        |   i2   |
+//          +--------+--------+----> timestep
+//          0        3        6
+//
+// Pool modes, devices and names are the planners' business (core/planners);
+// a placement is one pool of one device.
+#ifndef MEMPLAN_CORE_PLACEMENT_H_
+#define MEMPLAN_CORE_PLACEMENT_H_
+
+#include <limits>
+#include <ostream>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/types.h"
+
+namespace memplan {
+
+// No capacity: the pool may be as high as it needs.
+inline constexpr Bytes kUnboundedCapacity = std::numeric_limits<Bytes>::max();
+
+// One buffer to place.
+struct PlacementItem {
+  LiveRange live_range;     // half-open [begin, end), timesteps
+  Bytes size = 0;           // bytes, >= 0
+  Bytes alignment = 1;      // the offset is a multiple of this (power of 2)
+  Bytes fixed_offset = -1;  // >= 0: the item is pinned at this offset
+
+  bool pinned() const { return fixed_offset >= 0; }
+  friend bool operator==(const PlacementItem& a, const PlacementItem& b) {
+    return a.live_range == b.live_range && a.size == b.size &&
+           a.alignment == b.alignment && a.fixed_offset == b.fixed_offset;
+  }
+};
+
+// Prints "[b,e)+size/alignment" (and "@offset" when pinned).
+std::ostream& operator<<(std::ostream& os, const PlacementItem& item);
+
+struct PlacementProblem {
+  std::vector<PlacementItem> items;
+  // Every offset + size must be <= capacity, in bytes.
+  Bytes capacity = kUnboundedCapacity;
+};
+
+struct Placement {
+  std::vector<Bytes> offsets;  // bytes, parallel to PlacementProblem::items
+  Bytes height = 0;  // max over items of offset + size; 0 without items
+
+  friend bool operator==(const Placement& a, const Placement& b) {
+    return a.offsets == b.offsets && a.height == b.height;
+  }
+};
+
+// Returns max over items of offsets[i] + size (0 for no items), in bytes.
+Bytes PlacementHeight(const PlacementProblem& problem,
+                      const std::vector<Bytes>& offsets);
+
+// Returns OK when `placement` places every item of `problem` validly:
+// offsets parallel to items, >= 0, multiples of each item's alignment,
+// pinned items at their fixed offset, no two items overlapping in both time
+// (half-open ranges intersect) and bytes, height == PlacementHeight, and
+// height <= capacity. Else INTERNAL naming the first violation (items by
+// index). Shares no code with any placement strategy. O(n log n).
+absl::Status ValidatePlacement(const PlacementProblem& problem,
+                               const Placement& placement);
+
+// Returns the maximum over timesteps of the summed sizes of live items, in
+// bytes: no placement is lower.
+Bytes PlacementLowerBound(const PlacementProblem& problem);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_PLACEMENT_H_
