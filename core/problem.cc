@@ -51,6 +51,25 @@ absl::Status CheckBuffer(const Problem& problem, size_t i) {
         BufferLabel(problem, i), ": live_range.begin (", range.begin,
         ") > live_range.end (", range.end, ")"));
   }
+  if (buffer.alignment != 0 &&
+      (!IsPowerOfTwo(buffer.alignment) || buffer.alignment > kMaxAlignment)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        BufferLabel(problem, i),
+        ": alignment must be 0 or a power of two in [1, ", kMaxAlignment,
+        "], got ", buffer.alignment));
+  }
+  if (buffer.fixed_offset < -1 || buffer.fixed_offset > kMaxBufferBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        BufferLabel(problem, i), ": fixed_offset must be in [0, ",
+        kMaxBufferBytes, "], got ", buffer.fixed_offset));
+  }
+  if (buffer.fixed_offset >= 0 &&
+      buffer.fixed_offset % problem.AlignmentOf(i) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        BufferLabel(problem, i), ": fixed_offset ", buffer.fixed_offset,
+        " is not a multiple of the buffer's alignment ",
+        problem.AlignmentOf(i)));
+  }
   return absl::OkStatus();
 }
 
@@ -65,6 +84,11 @@ absl::Status ValidateProblem(const Problem& problem) {
     return absl::InvalidArgumentError(
         absl::StrCat("options.alignment must be a power of two in [1, ",
                      kMaxAlignment, "], got ", problem.alignment));
+  }
+  if (problem.capacity < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.capacity_bytes must be >= 0 (0: no limit), got ",
+        problem.capacity));
   }
   // Each name, to the index of the first buffer that carries it.
   absl::flat_hash_map<absl::string_view, size_t> owner;

@@ -14,7 +14,9 @@ namespace memplan {
 // Checks: at least one buffer; every buffer has at least one name, names
 // non-empty and unique across all buffers (one name in two groups is an
 // error); 0 <= size <= kMaxBufferBytes; 0 <= begin <= end <= kMaxTimestep;
-// alignment a power of two in [1, kMaxAlignment].
+// alignment a power of two in [1, kMaxAlignment]; a buffer's own alignment
+// 0 or such a power of two; fixed_offset -1 or in [0, kMaxBufferBytes] and a
+// multiple of the buffer's alignment; capacity >= 0.
 absl::Status ValidateProblem(const Problem& problem);
 
 }  // namespace memplan

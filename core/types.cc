@@ -29,7 +29,8 @@ bool operator==(const Buffer& a, const Buffer& b) {
          a.symbolic_size == b.symbolic_size && a.live_range == b.live_range &&
          a.is_output == b.is_output && a.device == b.device &&
          a.dtype == b.dtype &&
-         a.size_is_data_dependent == b.size_is_data_dependent;
+         a.size_is_data_dependent == b.size_is_data_dependent &&
+         a.alignment == b.alignment && a.fixed_offset == b.fixed_offset;
 }
 
 std::ostream& operator<<(std::ostream& os, const Buffer& buffer) {

@@ -100,6 +100,12 @@ struct Buffer {
   // the buffer may only join a pool whose first use is not earlier than its
   // own begin (Allocation.earliest_available).
   bool size_is_data_dependent = false;
+  // The buffer's offset is a multiple of this many bytes (a power of two);
+  // 0: the problem's alignment. The effective alignment is the larger.
+  Bytes alignment = 0;
+  // >= 0: the buffer is pinned at this byte offset of its pool (as
+  // MiniMalloc's fixed offsets); -1: free.
+  Bytes fixed_offset = -1;
 
   friend bool operator==(const Buffer& a, const Buffer& b);
 };
@@ -112,6 +118,15 @@ struct Problem {
   std::vector<Buffer> buffers;
   PoolMode pool_mode = PoolMode::kIntermediates;
   Bytes alignment = kDefaultAlignment;  // bytes; a power of two
+  // Most bytes the pools of one device may total; 0: no limit.
+  Bytes capacity = 0;
+
+  // Returns the alignment buffer `index` must have: the larger of the
+  // problem's and its own, in bytes.
+  Bytes AlignmentOf(size_t index) const {
+    return buffers[index].alignment > alignment ? buffers[index].alignment
+                                                : alignment;
+  }
 };
 
 // One allocation the caller makes for a device.

@@ -87,11 +87,18 @@ absl::Status CheckPlacements(const Problem& problem, const Plan& plan) {
           absl::StrCat(BufferLabel(problem, i), ": offset ", assignment.offset,
                        " in ", PoolLabel(plan, p), " is negative"));
     }
-    if (assignment.offset % problem.alignment != 0) {
+    const Bytes alignment = std::max(problem.alignment, buffer.alignment);
+    if (assignment.offset % alignment != 0) {
       return absl::InternalError(absl::StrCat(
           BufferLabel(problem, i), ": offset ", assignment.offset, " in ",
           PoolLabel(plan, p), " is not a multiple of the alignment ",
-          problem.alignment));
+          alignment));
+    }
+    if (buffer.fixed_offset >= 0 && assignment.offset != buffer.fixed_offset) {
+      return absl::InternalError(absl::StrCat(
+          BufferLabel(problem, i), ": offset ", assignment.offset, " in ",
+          PoolLabel(plan, p), " but the buffer is pinned at ",
+          buffer.fixed_offset));
     }
     // offset >= 0 and pool.size >= 0, so the subtraction cannot overflow.
     if (buffer.size > pool.size - assignment.offset) {
@@ -297,6 +304,29 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
   return absl::OkStatus();
 }
 
+// Checks that the pools of each device total at most problem.capacity.
+absl::Status CheckCapacity(const Problem& problem, const Plan& plan) {
+  if (problem.capacity == 0) return absl::OkStatus();
+  std::vector<std::pair<std::string, Bytes>> totals;  // by device
+  for (const Pool& pool : plan.pools) {
+    auto it = std::find_if(totals.begin(), totals.end(),
+                           [&](const auto& t) { return t.first == pool.device; });
+    if (it == totals.end()) {
+      totals.emplace_back(pool.device, pool.size);
+    } else {
+      it->second += pool.size;
+    }
+  }
+  for (const auto& [device, total] : totals) {
+    if (total > problem.capacity) {
+      return absl::InternalError(absl::StrCat(
+          "the pools of device \"", device, "\" total ", total,
+          " bytes, over the capacity of ", problem.capacity));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidatePlan(const Problem& problem, const Plan& plan) {
@@ -304,7 +334,9 @@ absl::Status ValidatePlan(const Problem& problem, const Plan& plan) {
   if (!status.ok()) return status;
   status = CheckNoOverlap(problem, plan);
   if (!status.ok()) return status;
-  return CheckPoolMode(problem, plan);
+  status = CheckPoolMode(problem, plan);
+  if (!status.ok()) return status;
+  return CheckCapacity(problem, plan);
 }
 
 }  // namespace memplan

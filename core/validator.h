@@ -12,8 +12,9 @@ namespace memplan {
 // message naming the first violation found (buffers by index and name):
 //   - one assignment per buffer, each naming an existing pool;
 //   - the pool's device is the buffer's device;
-//   - offset >= 0, a multiple of problem.alignment, and offset + size within
-//     the pool's size;
+//   - offset >= 0, a multiple of the buffer's alignment (the larger of
+//     problem.alignment and its own), the pinned offset when the buffer has
+//     one, and offset + size within the pool's size;
 //   - no two buffers of one pool overlap both in time (their half-open live
 //     ranges intersect) and in bytes ([offset, offset + size) intersect);
 //   - the pool mode's sharing rules (DESIGN.md):
@@ -34,6 +35,7 @@ namespace memplan {
 //     into an S-byte slot takes align(b) + (S - b) bytes; with every size a
 //     multiple of the alignment there is no padding.
 // Pool names must be unique and pools non-empty (every pool holds a buffer).
+// With problem.capacity > 0, the pools of each device total at most it.
 absl::Status ValidatePlan(const Problem& problem, const Plan& plan);
 
 }  // namespace memplan

@@ -21,5 +21,5 @@ if ((${#missing[@]} > 0)); then
   echo "installing: ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update
-  apt-get install -y --no-install-recommends "${missing[@]}"
+  apt-get install -y "${missing[@]}"
 fi
