@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/live_ranges.h"
+#include "core/stats.h"
 
 namespace memplan {
 namespace {
@@ -679,7 +680,25 @@ absl::StatusOr<Plan> Allocator::Run() {
 
 absl::StatusOr<Plan> InductorPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
-  return Allocator(problem, options_, context).Run();
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& buffer = problem.buffers[i];
+    const char* field = buffer.fixed_offset >= 0 ? "fixed_offset"
+                        : buffer.alignment > problem.alignment ? "alignment"
+                                                               : nullptr;
+    if (field != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "buffers[", i, "] (\"", buffer.names[0], "\"): ", field,
+          " is set, which strategy inductor cannot honour (Inductor places "
+          "every buffer itself, at multiples of options.alignment); use "
+          "best_fit, optimal or auto"));
+    }
+  }
+  absl::StatusOr<Plan> plan = Allocator(problem, options_, context).Run();
+  if (!plan.ok()) return plan;
+  plan->planner = "inductor";
+  absl::Status capacity = CapacityStatus(problem, *plan, /*proven=*/false);
+  if (!capacity.ok()) return capacity;
+  return plan;
 }
 
 }  // namespace memplan

@@ -50,7 +50,10 @@ class InductorPlanner : public Planner {
   // named pool0, pool1, ... devices in the order their first pool was made;
   // a pool's size is its tree's size after finalize (empty right halves of
   // SpatialSplits dropped). Offsets are multiples of problem.alignment (64
-  // in Inductor). Returns DEADLINE_EXCEEDED / CANCELLED from `context`.
+  // in Inductor). Returns INVALID_ARGUMENT for a buffer with a fixed offset
+  // or its own alignment (Inductor cannot honour them), RESOURCE_EXHAUSTED
+  // when the plan exceeds problem.capacity, DEADLINE_EXCEEDED / CANCELLED
+  // from `context`.
   absl::StatusOr<Plan> PlanProblem(const Problem& problem,
                                    const PlanContext& context) const override;
 

@@ -15,11 +15,23 @@ namespace memplan {
 struct PlanContext {
   // The planner stops with DEADLINE_EXCEEDED once this time has passed.
   absl::Time deadline = absl::InfiniteFuture();
+  // How long search strategies ("optimal", and the search phase of "auto")
+  // may look for better plans: they return the best plan found by then.
+  // Bounded by `deadline` too. The fast strategies ignore it.
+  absl::Time search_deadline = absl::InfiniteFuture();
   // When set and true, the planner stops with CANCELLED. Not owned.
   const std::atomic<bool>* cancelled = nullptr;
 
   // Returns OK, DEADLINE_EXCEEDED or CANCELLED.
   absl::Status Check() const;
+
+  // Returns this context with `deadline` moved up to the search deadline:
+  // the context a search runs under.
+  PlanContext ForSearch() const {
+    PlanContext search = *this;
+    if (search_deadline < deadline) search.deadline = search_deadline;
+    return search;
+  }
 };
 
 // A planning algorithm. Implementations are stateless and thread-safe: one

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include <set>
+
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 
 namespace memplan {
 namespace {
@@ -120,6 +123,164 @@ Bytes PeakPoolBytes(const Problem& problem, const Plan& plan) {
     total += MaxInUse(device_events);
   }
   return total;
+}
+
+namespace {
+
+// Sums of live sizes by size class, to answer "bytes of live buffers larger
+// than x" in O(log n): a Fenwick tree over the distinct sizes, ascending.
+class LiveBytesBySize {
+ public:
+  explicit LiveBytesBySize(std::vector<Bytes> sizes) : sizes_(std::move(sizes)) {
+    std::sort(sizes_.begin(), sizes_.end());
+    sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
+    tree_.assign(sizes_.size() + 1, 0);
+  }
+  void Add(Bytes size, Bytes delta) {
+    total_ += delta;
+    size_t i = std::lower_bound(sizes_.begin(), sizes_.end(), size) -
+               sizes_.begin() + 1;
+    for (; i < tree_.size(); i += i & (~i + 1)) tree_[i] += delta;
+  }
+  // Returns the live bytes of buffers larger than `size`.
+  Bytes Above(Bytes size) const {
+    size_t i = std::upper_bound(sizes_.begin(), sizes_.end(), size) -
+               sizes_.begin();
+    Bytes at_most = 0;
+    for (; i > 0; i -= i & (~i + 1)) at_most += tree_[i];
+    return total_ - at_most;
+  }
+
+ private:
+  std::vector<Bytes> sizes_;
+  std::vector<Bytes> tree_;
+  Bytes total_ = 0;
+};
+
+// The bound of ModeLowerBoundPerDevice for `intermediates` mode, for the
+// buffers `members` of one device.
+Bytes IntermediatesModeBound(const Problem& problem,
+                             const std::vector<size_t>& members) {
+  struct Change {
+    Timestep time;
+    int order;  // 0: an end, 1: a begin (ends first at equal times)
+    size_t buffer;
+  };
+  std::vector<Change> changes;
+  std::vector<Bytes> intermediate_sizes;
+  Bytes output_bytes = 0;
+  std::multiset<Bytes> rooms;  // room_o(t) of every output
+  Bytes room_total = 0;
+  for (size_t i : members) {
+    const Buffer& buffer = problem.buffers[i];
+    if (buffer.is_output) {
+      output_bytes += buffer.size;
+      const Bytes free_pool = AlignUp(buffer.size, problem.alignment);
+      rooms.insert(free_pool);
+      room_total += free_pool;
+    } else {
+      intermediate_sizes.push_back(buffer.size);
+    }
+    if (buffer.live_range.begin < buffer.live_range.end) {
+      changes.push_back({buffer.live_range.begin, 1, i});
+      changes.push_back({buffer.live_range.end, 0, i});
+    }
+  }
+  std::sort(changes.begin(), changes.end(),
+            [](const Change& a, const Change& b) {
+              if (a.time != b.time) return a.time < b.time;
+              if (a.order != b.order) return a.order < b.order;
+              return a.buffer < b.buffer;
+            });
+  LiveBytesBySize live(std::move(intermediate_sizes));
+  Bytes extra = 0;  // max over t of max(a(t), b(t))
+  for (size_t c = 0; c < changes.size();) {
+    const Timestep time = changes[c].time;
+    for (; c < changes.size() && changes[c].time == time; ++c) {
+      const Buffer& buffer = problem.buffers[changes[c].buffer];
+      const bool begins = changes[c].order == 1;
+      if (buffer.is_output) {
+        const Bytes free_pool = AlignUp(buffer.size, problem.alignment);
+        const Bytes busy_pool = free_pool - buffer.size;
+        const Bytes from = begins ? free_pool : busy_pool;
+        const Bytes to = begins ? busy_pool : free_pool;
+        rooms.erase(rooms.find(from));
+        rooms.insert(to);
+        room_total += to - from;
+      } else {
+        live.Add(buffer.size, begins ? buffer.size : -buffer.size);
+      }
+    }
+    const Bytes largest_room = rooms.empty() ? 0 : *rooms.rbegin();
+    extra = std::max({extra, live.Above(0) - room_total,
+                      live.Above(largest_room)});
+  }
+  return output_bytes + extra;
+}
+
+}  // namespace
+
+std::vector<DeviceBound> ModeLowerBoundPerDevice(const Problem& problem) {
+  std::vector<DeviceBound> bounds = LowerBoundPerDevice(problem);
+  if (problem.pool_mode != PoolMode::kIntermediates) return bounds;
+  std::vector<std::vector<size_t>> members(bounds.size());
+  DeviceIndex devices;
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    members[devices.Of(problem.buffers[i].device)].push_back(i);
+  }
+  for (size_t d = 0; d < bounds.size(); ++d) {
+    bounds[d].bytes =
+        std::max(bounds[d].bytes, IntermediatesModeBound(problem, members[d]));
+  }
+  return bounds;
+}
+
+Bytes ModeLowerBound(const Problem& problem) {
+  Bytes total = 0;
+  for (const DeviceBound& bound : ModeLowerBoundPerDevice(problem)) {
+    total += bound.bytes;
+  }
+  return total;
+}
+
+Bytes RetainedBytes(const Problem& problem, const Plan& plan) {
+  std::vector<bool> holds_output(plan.pools.size(), false);
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    if (problem.buffers[i].is_output) {
+      holds_output[plan.assignments[i].pool] = true;
+    }
+  }
+  Bytes retained = 0;
+  for (size_t p = 0; p < plan.pools.size(); ++p) {
+    if (holds_output[p]) retained += plan.pools[p].size;
+  }
+  return retained;
+}
+
+absl::Status CapacityStatus(const Problem& problem, const Plan& plan,
+                            bool proven) {
+  if (problem.capacity == 0) return absl::OkStatus();
+  std::vector<std::pair<std::string, Bytes>> totals;  // by first pool
+  for (const Pool& pool : plan.pools) {
+    auto it = std::find_if(totals.begin(), totals.end(), [&](const auto& t) {
+      return t.first == pool.device;
+    });
+    if (it == totals.end()) {
+      totals.emplace_back(pool.device, pool.size);
+    } else {
+      it->second += pool.size;
+    }
+  }
+  for (const auto& [device, total] : totals) {
+    if (total <= problem.capacity) continue;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "device \"", device, "\": the best plan found needs ", total,
+        " bytes, ", total - problem.capacity,
+        " bytes more than options.capacity_bytes (", problem.capacity, "); ",
+        proven ? "no plan fits (proven)"
+               : "a smaller plan may exist (not proven infeasible)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace memplan

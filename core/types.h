@@ -161,6 +161,10 @@ std::ostream& operator<<(std::ostream& os, const Assignment& assignment);
 struct Plan {
   std::vector<Pool> pools;
   std::vector<Assignment> assignments;
+  // How the plan was found (not compared by ==): the strategy that made it,
+  // e.g. "inductor" or "best_fit(size)", and whether it is proven minimal.
+  std::string planner;
+  bool proven_optimal = false;
 
   friend bool operator==(const Plan& a, const Plan& b) {
     return a.pools == b.pools && a.assignments == b.assignments;
