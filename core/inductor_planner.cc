@@ -59,6 +59,11 @@ struct FreeTime {
       max_gap = std::max(max_gap, r[i].begin - r[i - 1].end);
     }
   }
+  friend bool operator==(const FreeTime& a, const FreeTime& b) {
+    return a.has_empty_split == b.has_empty_split &&
+           a.max_begin == b.max_begin && a.min_end == b.min_end &&
+           a.max_gap == b.max_gap;
+  }
   bool MayHold(LiveRange range) const {
     return has_empty_split || range.end <= max_begin ||
            range.begin >= min_end || range.length() <= max_gap;
@@ -320,8 +325,17 @@ void Allocator::RecomputeFromChildren(NodeId id) {
 void Allocator::UpdatePath(int32_t block) {
   const LiveRange range = blocks_[block].live_range;
   for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
-    nodes_[*it].live_ranges.Add(range);
+    Node& node = nodes_[*it];
+    const Bytes old_size = node.size_hint;
+    const FreeTime old_free_time = node.free_time;
+    const bool ranges_changed = node.live_ranges.Add(range);
     RecomputeFromChildren(*it);
+    // Above a split that did not change, nothing changes: each ancestor's
+    // ranges already hold the block's, and its children are as they were.
+    if (it != path_.rbegin() && !ranges_changed &&
+        node.size_hint == old_size && node.free_time == old_free_time) {
+      break;
+    }
   }
 }
 

@@ -28,7 +28,7 @@ LiveRanges::LiveRanges(absl::Span<const LiveRange> ranges)
   ranges_.resize(kept);
 }
 
-void LiveRanges::Add(LiveRange range) {
+bool LiveRanges::Add(LiveRange range) {
   // Merging joins ranges whose closed hulls [begin, end] meet, so the result
   // does not depend on the order ranges arrive in. Ends, like begins, are
   // strictly increasing. `first` is the first range ending at or after
@@ -41,12 +41,14 @@ void LiveRanges::Add(LiveRange range) {
       [](Timestep t, const LiveRange& r) { return t < r.begin; });
   if (first == last) {
     ranges_.insert(first, range);
-    return;
+    return true;
   }
   LiveRange joined{std::min(range.begin, first->begin),
                    std::max(range.end, std::prev(last)->end)};
+  if (std::next(first) == last && joined == *first) return false;
   *first = joined;
   ranges_.erase(std::next(first), last);
+  return true;
 }
 
 bool LiveRanges::Overlaps(const LiveRanges& other) const {

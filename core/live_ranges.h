@@ -35,9 +35,9 @@ class LiveRanges {
   Timestep end() const { return ranges_.back().end; }
 
   // Adds `range`, joining it with every range it overlaps or touches, so
-  // that the result equals LiveRanges(ranges() + {range}). O(log size())
-  // plus the shift of the tail.
-  void Add(LiveRange range);
+  // that the result equals LiveRanges(ranges() + {range}). Returns whether
+  // the set changed. O(log size()) plus the shift of the tail.
+  bool Add(LiveRange range);
 
   // Returns whether any range of *this overlaps any range of `other`, by
   // Inductor's `LiveRanges.overlaps(self, other)`: walk both lists by begin;
