@@ -70,20 +70,21 @@ struct FreeTime {
   }
 };
 
+// Fields in the order the tree walk reads them, so that the first cache
+// line of a node answers most visits.
 struct Node {
   NodeKind kind = NodeKind::kEmpty;
-  int32_t block = -1;            // kAllocation: index into Block list
-  absl::InlinedVector<NodeId, 2> children;  // kTemporal
-  NodeId left = kNoNode;         // kSpatial: a kTemporal node
-  NodeId right = kNoNode;        // kSpatial: a kTemporal node
-
+  int32_t block = -1;     // kAllocation: index into Block list
+  NodeId left = kNoNode;  // kSpatial: a kTemporal node
+  NodeId right = kNoNode; // kSpatial: a kTemporal node
   // Derived from the subtree, as Inductor's get_size_hint() and
   // get_live_ranges() (cached there with cache_on_self and cleared along
   // the path of every successful allocation; here computed when the node
   // is made and brought up to date along that path by UpdatePath).
   Bytes size_hint = 0;
-  LiveRanges live_ranges;
   FreeTime free_time;  // neutral for allocations and empty space
+  absl::InlinedVector<NodeId, 2> children;  // kTemporal
+  LiveRanges live_ranges;
 };
 
 // One buffer to place (Inductor's Allocation).
@@ -345,56 +346,57 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
   // Depth-first, in Inductor's order: a SpatialSplit tries left (never
   // last) before right; a TemporalSplit with one overlapping child hands
   // the block to it. A failed attempt changes nothing, so backtracking is
-  // popping the stack.
-  std::vector<Frame>& stack = search_stack_;
-  stack.assign({{root, is_last, 0}});
+  // resuming at the last right half put aside.
+  std::vector<Frame>& pending = search_stack_;
+  pending.clear();
   path_.clear();
-  while (!stack.empty()) {
-    Frame frame = stack.back();
-    stack.pop_back();
+  Frame frame{root, is_last, 0};
+  while (true) {
     if ((++steps_ & 0xFFFF) == 0) {
       absl::Status status = context_.Check();
       if (!status.ok()) return status;
     }
     path_.resize(frame.depth);
     path_.push_back(frame.node);
-    const NodeKind kind = nodes_[frame.node].kind;
-    if (kind == NodeKind::kAllocation || kind == NodeKind::kEmpty) continue;
-    if (options_.prune_full_subtrees &&
-        !nodes_[frame.node].free_time.MayHold(block.live_range)) {
-      continue;
-    }
-    if (kind == NodeKind::kSpatial) {
-      stack.push_back({nodes_[frame.node].right, frame.is_last,
-                       frame.depth + 1});
-      stack.push_back({nodes_[frame.node].left, false, frame.depth + 1});
+    const Node& node = nodes_[frame.node];
+    const bool may_hold =
+        (node.kind == NodeKind::kTemporal || node.kind == NodeKind::kSpatial) &&
+        (!options_.prune_full_subtrees ||
+         node.free_time.MayHold(block.live_range));
+    if (may_hold && node.kind == NodeKind::kSpatial) {
+      pending.push_back({node.right, frame.is_last, frame.depth + 1});
+      frame = {node.left, false, frame.depth + 1};
       continue;
     }
     // TemporalSplit._allocate.
-    const Bytes slot_size = nodes_[frame.node].size_hint;
-    if (!frame.is_last && block.size > slot_size) continue;
-    NodeId overlapping = kNoNode;
-    bool several_overlap = false;
-    for (NodeId child : nodes_[frame.node].children) {
-      if (!OverlapsBlock(child, block)) continue;
-      if (overlapping != kNoNode) {
-        several_overlap = true;
-        break;
+    if (may_hold && (frame.is_last || block.size <= node.size_hint)) {
+      NodeId overlapping = kNoNode;
+      bool several_overlap = false;
+      for (NodeId child : node.children) {
+        if (!OverlapsBlock(child, block)) continue;
+        if (overlapping != kNoNode) {
+          several_overlap = true;
+          break;
+        }
+        overlapping = child;
       }
-      overlapping = child;
+      if (!several_overlap && overlapping != kNoNode) {
+        frame = {overlapping, frame.is_last, frame.depth + 1};
+        continue;
+      }
+      if (!several_overlap) {
+        PlaceInTemporal(frame.node, block_id, node.size_hint);
+        // Every split on the way down now holds the block (Inductor clears
+        // their caches: ClearCacheOnAllocateMixin).
+        UpdatePath(block_id);
+        return true;
+      }
     }
-    if (several_overlap) continue;
-    if (overlapping != kNoNode) {
-      stack.push_back({overlapping, frame.is_last, frame.depth + 1});
-      continue;
-    }
-    PlaceInTemporal(frame.node, block_id, slot_size);
-    // Every split on the way down now holds the block (Inductor clears
-    // their caches: ClearCacheOnAllocateMixin).
-    UpdatePath(block_id);
-    return true;
+    // This subtree cannot take the block: back to the last right half.
+    if (pending.empty()) return false;
+    frame = pending.back();
+    pending.pop_back();
   }
-  return false;
 }
 
 void Allocator::PlaceInTemporal(NodeId split, int32_t block,
