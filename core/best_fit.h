@@ -1,0 +1,88 @@
+// Greedy best-fit placement of one pool (core/placement.h), as XLA's
+// GlobalDecreasingSizeBestFitHeap: items are taken one at a time in a fixed
+// order, and each goes into the tightest gap of bytes that is free for its
+// whole live range among the items already placed.
+//
+//   offset ^
+//      120 |  +-----------------------+
+//          |  |           c           |   d [4,6)+25 comes after a, b, c:
+//       90 |  +------+                |   free during all of [4,6) are
+//          |  |  b   |  +-----+       |   [60,90), which b has left, and
+//       60 |  +------+--+  d  +-------+   everything above 120. The
+//          |  |           a           |   bounded gap fits, so d goes to
+//        0 +--+------+--+-----+-------+-> 60; the unbounded one above the
+//             0      3  4     6       9   topmost item serves only when
+//                                         no bounded gap fits.
+//
+// Pinned items are placed first, at their fixed offsets; the others never
+// overlap them. Capacity is not consulted: callers compare the height with
+// PlacementProblem::capacity.
+#ifndef MEMPLAN_CORE_BEST_FIT_H_
+#define MEMPLAN_CORE_BEST_FIT_H_
+
+#include "absl/status/statusor.h"
+#include "core/placement.h"
+#include "core/planner.h"
+
+namespace memplan {
+
+// The order in which BestFitPlace takes the unpinned items. Every order
+// breaks its remaining ties by item index, so the order (and the placement)
+// is the same on every run and machine.
+enum class BestFitOrder {
+  // Largest size first (XLA's and MiniMalloc's usual greedy order).
+  kSizeDescending,
+  // Longest live range (end - begin) first.
+  kLengthDescending,
+  // Largest size * length first (the item's area in offset-time space).
+  kAreaDescending,
+  // Earliest begin first, as an online allocator would see them.
+  kProgramOrder,
+  // Largest size first; among equal sizes the longest live range first,
+  // then the earliest begin.
+  kSizeDescendingLongestFirst,
+  // Longest live range first; among equal lengths the largest size first.
+  kLengthDescendingLargestFirst,
+};
+
+// Every BestFitOrder, in the enum's order (BestFitPortfolio's tie order).
+inline constexpr BestFitOrder kAllBestFitOrders[] = {
+    BestFitOrder::kSizeDescending,
+    BestFitOrder::kLengthDescending,
+    BestFitOrder::kAreaDescending,
+    BestFitOrder::kProgramOrder,
+    BestFitOrder::kSizeDescendingLongestFirst,
+    BestFitOrder::kLengthDescendingLargestFirst,
+};
+
+// Returns "size", "length", "area", "program", "size_longest" or
+// "length_largest".
+const char* BestFitOrderName(BestFitOrder order);
+
+// Places every item of `problem`: pinned items at their fixed offsets; items
+// of size 0 or with an empty live range at offset 0; the others in `order`,
+// each at the aligned offset of the free gap (bytes free during the item's
+// whole half-open live range, among the items placed before it) whose length
+// exceeds the item's size least, ties going to the lowest offset; the gap
+// above the topmost overlapping item only when no bounded gap fits.
+// Offsets and height are in bytes. Returns DEADLINE_EXCEEDED or CANCELLED
+// when `context` says so (checked every few thousand items). O(n log n)
+// plus the sizes of the gap lists it scans (small when items pack tightly).
+// The problem should have passed ValidatePlacement's per-item rules (sizes
+// >= 0, begin <= end, power-of-two alignments); pinned items that overlap
+// each other stay where they are pinned.
+absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
+                                       BestFitOrder order,
+                                       const PlanContext& context);
+
+// Runs BestFitPlace with every order in kAllBestFitOrders and returns the
+// placement of lowest height, ties going to the order listed first; sets
+// `*winner` (when not null) to that order. Returns DEADLINE_EXCEEDED or
+// CANCELLED when `context` says so. As XLA's ChooseBestHeapAlgorithm.
+absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
+                                           const PlanContext& context,
+                                           BestFitOrder* winner = nullptr);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_BEST_FIT_H_

@@ -1,0 +1,448 @@
+#include "core/best_fit.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/placement/random_placement.h"
+
+namespace memplan {
+namespace {
+
+using ::testing::ElementsAre;
+
+PlacementItem Item(Timestep begin, Timestep end, Bytes size,
+                   Bytes alignment = 1, Bytes fixed_offset = -1) {
+  PlacementItem item;
+  item.live_range = {begin, end};
+  item.size = size;
+  item.alignment = alignment;
+  item.fixed_offset = fixed_offset;
+  return item;
+}
+
+Placement PlaceOrDie(const PlacementProblem& problem,
+                     BestFitOrder order = BestFitOrder::kSizeDescending) {
+  absl::StatusOr<Placement> placement =
+      BestFitPlace(problem, order, PlanContext());
+  EXPECT_TRUE(placement.ok()) << placement.status();
+  if (!placement.ok()) return Placement();
+  EXPECT_TRUE(ValidatePlacement(problem, *placement).ok())
+      << ValidatePlacement(problem, *placement);
+  return *placement;
+}
+
+//   offset ^
+//      184 |  +------------------------------+
+//          |  |              e               |   f [5,8)+28 takes the
+//      155 |  +------+                       |   30-byte gap d leaves at
+//          |  |  d   |         +-----+       |   125, not the 40-byte gap
+//      125 |  +------+---------+  f  +-------+   b leaves at 50; g [5,8)+20
+//          |  |              c               |   then takes the 40-byte one
+//       90 |  +------+                       |   (the 2 bytes left above f
+//          |  |  b   |         +-----+       |   are too few).
+//       50 |  +------+---------+  g  +-------+
+//          |  |              a               |
+//        0 +--+------+---------+-----+-------+--> timestep
+//             0      3         5     8       10
+TEST(BestFitPlaceTest, PicksTheTightestGap) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 10, 50), Item(0, 3, 40), Item(0, 10, 35),
+                   Item(0, 3, 30),  Item(0, 10, 29), Item(5, 8, 28),
+                   Item(5, 8, 20)};
+  const Placement placement = PlaceOrDie(problem);
+  EXPECT_THAT(placement.offsets, ElementsAre(0, 50, 90, 125, 155, 125, 50));
+  EXPECT_EQ(placement.height, 184);
+}
+
+//   offset ^
+//      256 |               +-----+          d [5,8)+40/64: the aligned
+//          |               |  d  |          offset in b's gap is 128, and
+//      210 |  +------------+-----+---+      128 + 40 > 160, so d goes above
+//          |  |            c         |      c at the next multiple of 64.
+//      160 |  +------+     +-----+   |      e [5,8)+30/64 fits at 128.
+//          |  |  b   |     |  e  |   |
+//      100 |  +------+-----+-----+---+
+//          |  |            a         |
+//        0 +--+------+-----+-----+---+--> timestep
+//             0      3     5     8   10
+TEST(BestFitPlaceTest, RespectsAlignment) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 10, 100), Item(0, 3, 60), Item(0, 10, 50),
+                   Item(5, 8, 40, 64), Item(5, 8, 30, 64)};
+  const Placement placement = PlaceOrDie(problem);
+  EXPECT_THAT(placement.offsets, ElementsAre(0, 100, 160, 256, 128));
+  EXPECT_EQ(placement.height, 296);
+}
+
+//   offset ^
+//      112 |  +------------------+         the pinned item p sits at 32
+//          |  |        x         |         although x is larger: x goes
+//       48 |  +------------------+         above it, and y [2,4)+32 fills
+//          |  |        p (pinned)|         the 32 bytes below p exactly.
+//       32 |  +----+----+--------+
+//          |       | y  |
+//        0 +--+----+----+--------+--> timestep
+//             0    2    4        10
+TEST(BestFitPlaceTest, PlacesAroundPinnedItems) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 10, 64), Item(0, 10, 16, 1, 32), Item(2, 4, 32)};
+  const Placement placement = PlaceOrDie(problem);
+  EXPECT_THAT(placement.offsets, ElementsAre(48, 32, 0));
+  EXPECT_EQ(placement.height, 112);
+}
+
+TEST(BestFitPlaceTest, PinnedItemsKeepTheirOffsetsAboveEverything) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 10, 8, 1, 1000), Item(0, 10, 100),
+                   Item(20, 30, 50, 1, 0)};
+  const Placement placement = PlaceOrDie(problem);
+  EXPECT_THAT(placement.offsets, ElementsAre(1000, 0, 0));
+  EXPECT_EQ(placement.height, 1008);
+}
+
+//   offset ^
+//      100 |  +---------+---------+     half-open ranges [0,3) and [3,6)
+//          |  |    a    |    b    |     do not intersect: a and b share
+//        0 +--+---------+---------+-->  bytes.
+//             0         3         6
+TEST(BestFitPlaceTest, TouchingRangesShareBytes) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 3, 100), Item(3, 6, 100)};
+  const Placement placement = PlaceOrDie(problem);
+  EXPECT_THAT(placement.offsets, ElementsAre(0, 0));
+  EXPECT_EQ(placement.height, 100);
+}
+
+//   offset ^
+//       40 |  +-------------------+     a and c end at 3, leaving two
+//          |  |         e         |     10-byte gaps; d [4,6)+10 takes the
+//       30 |  +----+         +----+     lower one (ties go to the lowest
+//          |  | c  |         | f  |     offset); f [4,6)+10 the upper.
+//       20 |  +----+---------+----+
+//          |  |         b         |
+//       10 |  +----+         +----+
+//          |  | a  |         | d  |
+//        0 +--+----+---------+----+--> timestep
+//             0    3         4    6
+TEST(BestFitPlaceTest, EqualGapsGoToTheLowestOffset) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 3, 10), Item(0, 6, 10), Item(0, 3, 10),
+                   Item(4, 6, 10), Item(0, 6, 10), Item(4, 6, 10)};
+  const Placement placement = PlaceOrDie(problem);
+  EXPECT_THAT(placement.offsets, ElementsAre(0, 10, 20, 0, 30, 20));
+  EXPECT_EQ(placement.height, 40);
+}
+
+TEST(BestFitPlaceTest, ZeroSizeAndEmptyRangesGoToOffsetZero) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 10, 100), Item(2, 5, 0, 64), Item(4, 4, 50),
+                   Item(1, 9, 10)};
+  const Placement placement = PlaceOrDie(problem);
+  EXPECT_THAT(placement.offsets, ElementsAre(0, 0, 0, 100));
+  EXPECT_EQ(placement.height, 110);
+}
+
+TEST(BestFitPlaceTest, EmptyProblem) {
+  const Placement placement = PlaceOrDie(PlacementProblem());
+  EXPECT_TRUE(placement.offsets.empty());
+  EXPECT_EQ(placement.height, 0);
+}
+
+TEST(BestFitPlaceTest, IgnoresCapacity) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 10, 100), Item(0, 10, 100)};
+  problem.capacity = 150;
+  absl::StatusOr<Placement> placement =
+      BestFitPlace(problem, BestFitOrder::kSizeDescending, PlanContext());
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  EXPECT_EQ(placement->height, 200);
+}
+
+// a [5,6)+10 and b [0,10)+5 under each order: whoever goes first takes 0.
+TEST(BestFitPlaceTest, OrdersDecideWhoGoesFirst) {
+  PlacementProblem problem;
+  problem.items = {Item(5, 6, 10), Item(0, 10, 5)};
+  EXPECT_THAT(PlaceOrDie(problem, BestFitOrder::kSizeDescending).offsets,
+              ElementsAre(0, 10));
+  EXPECT_THAT(PlaceOrDie(problem, BestFitOrder::kLengthDescending).offsets,
+              ElementsAre(5, 0));
+  EXPECT_THAT(PlaceOrDie(problem, BestFitOrder::kAreaDescending).offsets,
+              ElementsAre(5, 0));  // areas 10 and 50
+  EXPECT_THAT(PlaceOrDie(problem, BestFitOrder::kProgramOrder).offsets,
+              ElementsAre(5, 0));
+  EXPECT_THAT(
+      PlaceOrDie(problem, BestFitOrder::kSizeDescendingLongestFirst).offsets,
+      ElementsAre(0, 10));
+  EXPECT_THAT(
+      PlaceOrDie(problem, BestFitOrder::kLengthDescendingLargestFirst).offsets,
+      ElementsAre(5, 0));
+}
+
+// Equal keys keep the items' order; the secondary keys decide where the
+// primary ones tie.
+TEST(BestFitPlaceTest, TiesFollowSecondaryKeysThenIndex) {
+  PlacementProblem problem;
+  // Equal sizes; b is longer than a; c has a's length and a later begin.
+  problem.items = {Item(0, 2, 10), Item(0, 4, 10), Item(1, 3, 10)};
+  // size: a, b, c by index.
+  EXPECT_THAT(PlaceOrDie(problem, BestFitOrder::kSizeDescending).offsets,
+              ElementsAre(0, 10, 20));
+  // size_longest: b, then a (earlier begin than c), then c.
+  EXPECT_THAT(
+      PlaceOrDie(problem, BestFitOrder::kSizeDescendingLongestFirst).offsets,
+      ElementsAre(10, 0, 20));
+}
+
+TEST(BestFitOrderNameTest, NamesEveryOrder) {
+  std::vector<std::string> names;
+  for (const BestFitOrder order : kAllBestFitOrders) {
+    names.push_back(BestFitOrderName(order));
+  }
+  EXPECT_THAT(names, ElementsAre("size", "length", "area", "program",
+                                 "size_longest", "length_largest"));
+}
+
+TEST(BestFitPlaceTest, StopsAtTheDeadline) {
+  RandomPlacementOptions options;
+  options.num_items = 10000;
+  const PlacementProblem problem = RandomPlacementProblem(1, options);
+  PlanContext context;
+  context.deadline = absl::Now() - absl::Seconds(1);
+  EXPECT_EQ(BestFitPlace(problem, BestFitOrder::kSizeDescending, context)
+                .status()
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(BestFitPortfolio(problem, context).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(BestFitPlaceTest, StopsWhenCancelled) {
+  RandomPlacementOptions options;
+  options.num_items = 10000;
+  const PlacementProblem problem = RandomPlacementProblem(1, options);
+  std::atomic<bool> cancelled(true);
+  PlanContext context;
+  context.cancelled = &cancelled;
+  EXPECT_EQ(BestFitPlace(problem, BestFitOrder::kProgramOrder, context)
+                .status()
+                .code(),
+            absl::StatusCode::kCancelled);
+  EXPECT_EQ(BestFitPortfolio(problem, context).status().code(),
+            absl::StatusCode::kCancelled);
+}
+
+//   by size: a, b, d, c (12)          by length: b, c, a, d (10)
+//
+//   12 |      +-------+                 10 | +---+
+//      |      |   c   |                    | | a |   +-------+
+//   10 | +----+--+----+                  7 | +---+   |   c   |
+//      | |   b   |                         | |   +---+---+---+
+//    5 | +---+---+                       5 | |   b   |   |
+//      | | a |   +----+                    | |       | d |
+//      | |   |   | d  |                    | |       |   |
+//    0 +-+---+---+----+-->               0 +-+---+---+---+-->
+//        0   1   2    3                      0   1   2   3
+//
+// By size, d takes 0 once b has ended and c finds only a 1-byte gap; by
+// length, c goes above b and d fits under it. The area order also reaches
+// 10, but length comes first.
+TEST(BestFitPortfolioTest, KeepsTheLowestAndNamesTheWinner) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 1, 5), Item(0, 2, 5), Item(1, 3, 2),
+                   Item(2, 3, 4)};
+  absl::StatusOr<Placement> by_size =
+      BestFitPlace(problem, BestFitOrder::kSizeDescending, PlanContext());
+  absl::StatusOr<Placement> by_length =
+      BestFitPlace(problem, BestFitOrder::kLengthDescending, PlanContext());
+  ASSERT_TRUE(by_size.ok());
+  ASSERT_TRUE(by_length.ok());
+  EXPECT_THAT(by_size->offsets, ElementsAre(0, 5, 10, 0));
+  EXPECT_EQ(by_size->height, 12);
+  EXPECT_THAT(by_length->offsets, ElementsAre(5, 0, 5, 0));
+  EXPECT_EQ(by_length->height, 10);
+  BestFitOrder winner = BestFitOrder::kProgramOrder;
+  absl::StatusOr<Placement> best =
+      BestFitPortfolio(problem, PlanContext(), &winner);
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_EQ(winner, BestFitOrder::kLengthDescending);
+  EXPECT_EQ(*best, *by_length);
+}
+
+// --- Property tests -------------------------------------------------------
+
+// A plain reference best-fit: the order by stable sorts on the documented
+// keys, and for each item a scan over every item placed before it.
+// O(n^2 log n); shares nothing with core/best_fit.cc.
+std::vector<Bytes> ReferenceBestFit(const PlacementProblem& problem,
+                                    BestFitOrder order) {
+  const std::vector<PlacementItem>& items = problem.items;
+  const auto spatial = [](const PlacementItem& item) {
+    return item.size > 0 && item.live_range.begin < item.live_range.end;
+  };
+  std::vector<Bytes> offsets(items.size(), 0);
+  std::vector<size_t> placed;
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].pinned()) {
+      offsets[i] = items[i].fixed_offset;
+      if (spatial(items[i])) placed.push_back(i);
+    } else if (spatial(items[i])) {
+      todo.push_back(i);
+    }
+  }
+  const auto length = [&](size_t i) { return items[i].live_range.length(); };
+  const auto area = [&](size_t i) {
+    return static_cast<unsigned __int128>(items[i].size) * length(i);
+  };
+  std::stable_sort(todo.begin(), todo.end(), [&](size_t a, size_t b) {
+    switch (order) {
+      case BestFitOrder::kSizeDescending:
+        return items[a].size > items[b].size;
+      case BestFitOrder::kLengthDescending:
+        return length(a) > length(b);
+      case BestFitOrder::kAreaDescending:
+        return area(a) > area(b);
+      case BestFitOrder::kProgramOrder:
+        return items[a].live_range.begin < items[b].live_range.begin;
+      case BestFitOrder::kSizeDescendingLongestFirst:
+        if (items[a].size != items[b].size) {
+          return items[a].size > items[b].size;
+        }
+        if (length(a) != length(b)) return length(a) > length(b);
+        return items[a].live_range.begin < items[b].live_range.begin;
+      case BestFitOrder::kLengthDescendingLargestFirst:
+        if (length(a) != length(b)) return length(a) > length(b);
+        return items[a].size > items[b].size;
+    }
+    return false;
+  });
+  for (const size_t i : todo) {
+    const PlacementItem& item = items[i];
+    std::vector<std::pair<Bytes, Bytes>> busy;
+    for (const size_t j : placed) {
+      const LiveRange& other = items[j].live_range;
+      if (other.begin < item.live_range.end &&
+          item.live_range.begin < other.end) {
+        busy.push_back({offsets[j], offsets[j] + items[j].size});
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    Bytes best = -1;
+    Bytes best_waste = std::numeric_limits<Bytes>::max();
+    Bytes top = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (lo > top) {
+        const Bytes offset = AlignUp(top, item.alignment);
+        const Bytes waste = lo - top - item.size;
+        if (offset + item.size <= lo && waste < best_waste) {
+          best = offset;
+          best_waste = waste;
+        }
+      }
+      top = std::max(top, hi);
+    }
+    offsets[i] = best >= 0 ? best : AlignUp(top, item.alignment);
+    placed.push_back(i);
+  }
+  return offsets;
+}
+
+// Problems of every flavour: dense and sparse in time, with zero sizes,
+// empty ranges, alignments and pinned items.
+RandomPlacementOptions OptionsForSeed(uint64_t seed) {
+  RandomPlacementOptions options;
+  options.num_items = 1 + static_cast<int64_t>(seed % 60);
+  options.horizon = 1 + static_cast<Timestep>((seed / 7) % 40);
+  options.max_length_log2 = static_cast<int>((seed / 3) % 7);
+  options.max_size = seed % 5 == 0 ? 16 : Bytes{1} << 20;
+  options.zero_size_fraction = seed % 4 == 0 ? 0.1 : 0.0;
+  options.empty_range_fraction = seed % 6 == 0 ? 0.1 : 0.0;
+  options.pinned_fraction = seed % 3 == 0 ? 0.1 : 0.0;
+  options.max_alignment_log2 = seed % 2 == 0 ? 6 : 0;
+  return options;
+}
+
+TEST(BestFitPropertyTest, ValidAboveTheBoundDeterministicAndAsSpecified) {
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    const PlacementProblem problem =
+        RandomPlacementProblem(seed, OptionsForSeed(seed));
+    const Bytes bound = PlacementLowerBound(problem);
+    for (const BestFitOrder order : kAllBestFitOrders) {
+      SCOPED_TRACE(absl::StrCat("seed ", seed, " order ",
+                                BestFitOrderName(order)));
+      absl::StatusOr<Placement> placement =
+          BestFitPlace(problem, order, PlanContext());
+      ASSERT_TRUE(placement.ok()) << placement.status();
+      const absl::Status valid = ValidatePlacement(problem, *placement);
+      ASSERT_TRUE(valid.ok()) << valid;
+      EXPECT_GE(placement->height, bound);
+      absl::StatusOr<Placement> again =
+          BestFitPlace(problem, order, PlanContext());
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(*again, *placement);
+      ASSERT_EQ(placement->offsets, ReferenceBestFit(problem, order));
+    }
+  }
+}
+
+TEST(BestFitPropertyTest, PortfolioIsTheFirstLowestOrder) {
+  for (uint64_t seed = 0; seed < 1000; ++seed) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    const PlacementProblem problem =
+        RandomPlacementProblem(seed, OptionsForSeed(seed));
+    Bytes lowest = std::numeric_limits<Bytes>::max();
+    BestFitOrder first_lowest = kAllBestFitOrders[0];
+    for (const BestFitOrder order : kAllBestFitOrders) {
+      absl::StatusOr<Placement> placement =
+          BestFitPlace(problem, order, PlanContext());
+      ASSERT_TRUE(placement.ok());
+      if (placement->height < lowest) {
+        lowest = placement->height;
+        first_lowest = order;
+      }
+    }
+    BestFitOrder winner;
+    absl::StatusOr<Placement> best =
+        BestFitPortfolio(problem, PlanContext(), &winner);
+    ASSERT_TRUE(best.ok()) << best.status();
+    EXPECT_EQ(best->height, lowest);
+    EXPECT_EQ(winner, first_lowest);
+    EXPECT_TRUE(ValidatePlacement(problem, *best).ok());
+  }
+}
+
+// Larger problems with long and short ranges mixed, so that items reach
+// many levels of the engine's tree.
+TEST(BestFitPropertyTest, LargerProblemsMatchTheReference) {
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    RandomPlacementOptions options;
+    options.num_items = 2000;
+    options.horizon = 500;
+    options.max_length_log2 = 9;
+    options.max_alignment_log2 = seed % 2 == 0 ? 0 : 8;
+    options.pinned_fraction = seed % 3 == 0 ? 0.01 : 0.0;
+    const PlacementProblem problem = RandomPlacementProblem(seed, options);
+    for (const BestFitOrder order : kAllBestFitOrders) {
+      SCOPED_TRACE(absl::StrCat("seed ", seed, " order ",
+                                BestFitOrderName(order)));
+      absl::StatusOr<Placement> placement =
+          BestFitPlace(problem, order, PlanContext());
+      ASSERT_TRUE(placement.ok()) << placement.status();
+      ASSERT_TRUE(ValidatePlacement(problem, *placement).ok());
+      ASSERT_EQ(placement->offsets, ReferenceBestFit(problem, order));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memplan

@@ -1,0 +1,41 @@
+#include "tests/placement/random_placement.h"
+
+#include <algorithm>
+
+#include "tests/core/random_problems.h"
+
+namespace memplan {
+
+PlacementProblem RandomPlacementProblem(
+    uint64_t seed, const RandomPlacementOptions& options) {
+  SplitMix64 rng(seed);
+  PlacementProblem problem;
+  problem.items.reserve(options.num_items);
+  const Timestep horizon = std::max<Timestep>(options.horizon, 1);
+  Bytes pinned_top = 0;  // every pinned item so far lies below this
+  for (int64_t i = 0; i < options.num_items; ++i) {
+    PlacementItem item;
+    item.live_range.begin = rng.Uniform(0, horizon - 1);
+    if (rng.Bernoulli(options.empty_range_fraction)) {
+      item.live_range.end = item.live_range.begin;
+    } else {
+      const int exponent = static_cast<int>(
+          rng.Uniform(0, std::max(options.max_length_log2, 0)));
+      item.live_range.end =
+          item.live_range.begin + rng.Uniform(1, Timestep{1} << exponent);
+    }
+    item.size = rng.Bernoulli(options.zero_size_fraction)
+                    ? 0
+                    : rng.Uniform(1, std::max<Bytes>(options.max_size, 1));
+    item.alignment = Bytes{1}
+                     << rng.Uniform(0, std::max(options.max_alignment_log2, 0));
+    if (rng.Bernoulli(options.pinned_fraction)) {
+      item.fixed_offset = AlignUp(pinned_top, item.alignment);
+      pinned_top = item.fixed_offset + item.size;
+    }
+    problem.items.push_back(item);
+  }
+  return problem;
+}
+
+}  // namespace memplan

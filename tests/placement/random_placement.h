@@ -1,0 +1,37 @@
+// A deterministic generator of random single-pool placement problems for
+// property tests and benchmarks, on the splitmix64 stream of
+// tests/core/random_problems.h: the same (seed, options) gives the same
+// PlacementProblem on every machine.
+#ifndef MEMPLAN_TESTS_PLACEMENT_RANDOM_PLACEMENT_H_
+#define MEMPLAN_TESTS_PLACEMENT_RANDOM_PLACEMENT_H_
+
+#include <cstdint>
+
+#include "core/placement.h"
+#include "core/types.h"
+
+namespace memplan {
+
+struct RandomPlacementOptions {
+  int64_t num_items = 40;
+  Timestep horizon = 30;  // begins uniform in [0, horizon)
+  // Lengths: an exponent e uniform in [0, max_length_log2], then a length
+  // uniform in [1, 2^e], so short and long live ranges both occur.
+  int max_length_log2 = 4;
+  Bytes max_size = Bytes{1} << 20;  // sizes uniform in [1, max_size]
+  double zero_size_fraction = 0.0;    // chance of size 0
+  double empty_range_fraction = 0.0;  // chance of begin == end
+  // Chance that an item is pinned. Pinned items are stacked at increasing
+  // offsets (each above the previous one), so they never overlap.
+  double pinned_fraction = 0.0;
+  // Each item's alignment is 2^k, k uniform in [0, max_alignment_log2].
+  int max_alignment_log2 = 0;
+};
+
+// Returns a problem of options.num_items items, capacity unbounded.
+PlacementProblem RandomPlacementProblem(uint64_t seed,
+                                        const RandomPlacementOptions& options);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_TESTS_PLACEMENT_RANDOM_PLACEMENT_H_
