@@ -27,11 +27,47 @@ absl::StatusOr<std::string> StrategyName(v1::Strategy strategy) {
       return std::string(kDefaultStrategy);
     case v1::STRATEGY_INDUCTOR:
       return std::string("inductor");
+    case v1::STRATEGY_BEST_FIT:
+      return std::string("best_fit");
+    case v1::STRATEGY_OPTIMAL:
+      return std::string("optimal");
+    case v1::STRATEGY_AUTO:
+      return std::string("auto");
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("options.strategy: unknown value ",
                        static_cast<int>(strategy)));
   }
+}
+
+absl::StatusOr<absl::Duration> TimeBudget(const v1::PlanOptions& options) {
+  if (!options.has_time_budget()) return kDefaultTimeBudget;
+  const int64_t seconds = options.time_budget().seconds();
+  const int32_t nanos = options.time_budget().nanos();
+  if (nanos <= -1000000000 || nanos >= 1000000000 ||
+      (seconds > 0 && nanos < 0) || (seconds < 0 && nanos > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.time_budget is not a valid Duration: seconds ", seconds,
+        ", nanos ", nanos));
+  }
+  if (seconds < 0 || nanos < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.time_budget must be >= 0, got ",
+        absl::FormatDuration(absl::Seconds(seconds) + absl::Nanoseconds(nanos))));
+  }
+  // Compared in seconds first: Seconds() of a huge count saturates.
+  const absl::Duration budget =
+      seconds > absl::ToInt64Seconds(kMaxTimeBudget)
+          ? absl::InfiniteDuration()
+          : absl::Seconds(seconds) + absl::Nanoseconds(nanos);
+  if (budget > kMaxTimeBudget) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.time_budget must be at most ",
+        absl::FormatDuration(kMaxTimeBudget), ", got ",
+        budget == absl::InfiniteDuration() ? absl::StrCat(seconds, "s")
+                                           : absl::FormatDuration(budget)));
+  }
+  return budget;
 }
 
 absl::StatusOr<PoolMode> PoolModeFromProto(v1::PoolMode mode) {
@@ -78,11 +114,16 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request) {
         "options.alignment must be >= 0 (bytes; 0 means ", kDefaultAlignment,
         "), got ", options.alignment()));
   }
+  if (absl::StatusOr<absl::Duration> budget = TimeBudget(options);
+      !budget.ok()) {
+    return budget.status();
+  }
 
   Problem problem;
   problem.pool_mode = *pool_mode;
   problem.alignment =
       options.alignment() == 0 ? kDefaultAlignment : options.alignment();
+  problem.capacity = options.capacity_bytes();
   problem.buffers.reserve(request.buffers_size());
   for (int i = 0; i < request.buffers_size(); ++i) {
     const v1::Buffer& wire = request.buffers(i);
@@ -94,6 +135,12 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request) {
       return absl::InvalidArgumentError(
           absl::StrCat(BufferLabel(request, i), ": live_range is missing"));
     }
+    // -1 is the core's "free": an explicit negative offset must not become it.
+    if (wire.has_fixed_offset() && wire.fixed_offset() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          BufferLabel(request, i), ": fixed_offset must be in [0, ",
+          kMaxBufferBytes, "], got ", wire.fixed_offset()));
+    }
     Buffer& buffer = problem.buffers.emplace_back();
     buffer.names.assign(wire.names().begin(), wire.names().end());
     buffer.size = wire.size_bytes();
@@ -104,6 +151,8 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request) {
     buffer.device = wire.device();
     buffer.dtype = wire.dtype();
     buffer.size_is_data_dependent = wire.size_is_data_dependent();
+    buffer.alignment = wire.alignment();
+    buffer.fixed_offset = wire.has_fixed_offset() ? wire.fixed_offset() : -1;
   }
   if (absl::Status status = ValidateProblem(problem); !status.ok()) {
     return status;
@@ -126,11 +175,14 @@ v1::PlanMemoryRequest ProblemToRequest(const Problem& problem,
     wire->set_device(buffer.device);
     wire->set_dtype(buffer.dtype);
     wire->set_size_is_data_dependent(buffer.size_is_data_dependent);
+    wire->set_alignment(buffer.alignment);
+    if (buffer.fixed_offset >= 0) wire->set_fixed_offset(buffer.fixed_offset);
   }
   v1::PlanOptions* options = request.mutable_options();
   options->set_strategy(strategy);
   options->set_pool_mode(PoolModeToProto(problem.pool_mode));
   options->set_alignment(problem.alignment);
+  options->set_capacity_bytes(problem.capacity);
   return request;
 }
 
@@ -168,15 +220,20 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
   stats->set_lower_bound_bytes(LowerBound(problem));
   stats->set_total_pool_bytes(TotalPoolBytes(plan));
   stats->set_peak_bytes(PeakPoolBytes(problem, plan));
-  stats->set_planner(info.planner);
+  stats->set_planner(plan.planner.empty() ? info.planner : plan.planner);
   stats->set_planning_micros(
       absl::ToInt64Microseconds(info.planning_time));
+  stats->set_proven_optimal(plan.proven_optimal);
+  stats->set_mode_lower_bound_bytes(ModeLowerBound(problem));
+  stats->set_retained_bytes(RetainedBytes(problem, plan));
   response.set_cache(info.cache);
   return response;
 }
 
 absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response) {
   Plan plan;
+  plan.planner = response.stats().planner();
+  plan.proven_optimal = response.stats().proven_optimal();
   absl::flat_hash_map<std::string, int32_t> pool_index;
   for (int i = 0; i < response.pools_size(); ++i) {
     const v1::Pool& wire = response.pools(i);

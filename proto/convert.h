@@ -22,27 +22,46 @@
 namespace memplan {
 
 // The strategy a request without one gets.
-inline constexpr absl::string_view kDefaultStrategy = "inductor";
+inline constexpr absl::string_view kDefaultStrategy = "auto";
+
+// How long a search strategy may run when options.time_budget is unset.
+inline constexpr absl::Duration kDefaultTimeBudget = absl::Milliseconds(100);
+
+// The longest options.time_budget accepted.
+inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 
 // Returns the core problem described by `request`: buffers in the request's
-// order (sizes in bytes, live ranges half-open in timesteps), the pool mode
-// (POOL_MODE_UNSPECIFIED: intermediates) and the alignment in bytes (0: 64).
+// order (sizes in bytes, live ranges half-open in timesteps, per-buffer
+// alignment in bytes (0: the problem's), fixed_offset in bytes (unset: -1,
+// free)), the pool mode (POOL_MODE_UNSPECIFIED: intermediates), the
+// alignment in bytes (0: 64) and the per-device capacity in bytes (0: none).
 // Returns INVALID_ARGUMENT, naming the buffer (index and first name) and the
 // field, when
 //   - a buffer has no size_bytes or no live_range;
 //   - options.strategy or options.pool_mode is a number the enum does not
 //     define (proto3 enums are open, so the wire can carry any number);
-//   - options.alignment is negative;
+//   - options.alignment or a buffer's fixed_offset is negative;
+//   - options.time_budget is not a valid duration (TimeBudget);
 //   - core ValidateProblem (core/problem.h) fails: no buffers, a missing or
 //     duplicate name (within one buffer or across buffers), a size outside
-//     [0, 2^40], begin > end or outside [0, 2^53], an alignment that is not a
-//     power of two in [1, 2^30].
+//     [0, 2^40], begin > end or outside [0, 2^53], an alignment that is not
+//     a power of two in [1, 2^30] (a buffer's may also be 0), a
+//     fixed_offset above 2^40 or not a multiple of the buffer's effective
+//     alignment, a negative options.capacity_bytes.
 absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request);
 
 // Returns the planner name (core/planners.h FindPlanner) for `strategy`:
-// "inductor" for STRATEGY_UNSPECIFIED and STRATEGY_INDUCTOR. Returns
-// INVALID_ARGUMENT for a number the enum does not define.
+// kDefaultStrategy ("auto") for STRATEGY_UNSPECIFIED, else "inductor",
+// "best_fit", "optimal" or "auto". Returns INVALID_ARGUMENT for a number the
+// enum does not define.
 absl::StatusOr<std::string> StrategyName(v1::Strategy strategy);
+
+// Returns how long a search strategy may run for a request with `options`:
+// options.time_budget, or kDefaultTimeBudget (100 ms) when unset. Returns
+// INVALID_ARGUMENT naming options.time_budget when it is negative, longer
+// than kMaxTimeBudget (1 hour), or not a valid Duration (nanos outside
+// (-1e9, 1e9) or of the other sign than seconds).
+absl::StatusOr<absl::Duration> TimeBudget(const v1::PlanOptions& options);
 
 // Returns the core pool mode for `mode` (POOL_MODE_UNSPECIFIED:
 // kIntermediates). Returns INVALID_ARGUMENT for a number the enum does not
@@ -53,8 +72,9 @@ absl::StatusOr<PoolMode> PoolModeFromProto(v1::PoolMode mode);
 v1::PoolMode PoolModeToProto(PoolMode mode);
 
 // Returns a request describing `problem` with `strategy` (the inverse of
-// RequestToProblem; alignment always explicit). For tests and benchmarks
-// that build core problems.
+// RequestToProblem; alignment always explicit, capacity_bytes set when
+// nonzero, a buffer's alignment when nonzero, fixed_offset when >= 0;
+// time_budget unset). For tests and benchmarks that build core problems.
 v1::PlanMemoryRequest ProblemToRequest(
     const Problem& problem,
     v1::Strategy strategy = v1::STRATEGY_UNSPECIFIED);
@@ -62,7 +82,9 @@ v1::PlanMemoryRequest ProblemToRequest(
 // What a response says beyond the plan itself.
 struct ResponseInfo {
   std::string graph_hash;  // 32 hex characters (proto/graph_hash.h)
-  std::string planner;     // the strategy's name, e.g. "inductor"
+  // The strategy's name, e.g. "auto": stats.planner where the plan does not
+  // name its planner (Plan::planner empty).
+  std::string planner;
   absl::Duration planning_time;  // wall time of the planner alone
   v1::CacheStatus cache = v1::CACHE_STATUS_MISS;
 };
@@ -71,15 +93,19 @@ struct ResponseInfo {
 // to problem.buffers): pools in plan order (name, device, size in bytes),
 // assignments as (pool name, offset in bytes), and stats as DESIGN.md
 // "Stats" from core/stats.h (lower_bound_bytes = LowerBound, total_pool_bytes
-// = TotalPoolBytes, peak_bytes = PeakPoolBytes, all in bytes summed over
-// devices; planning_micros = info.planning_time in whole microseconds).
+// = TotalPoolBytes, peak_bytes = PeakPoolBytes, mode_lower_bound_bytes =
+// ModeLowerBound, retained_bytes = RetainedBytes, all in bytes summed over
+// devices; planner = plan.planner, or info.planner when that is empty;
+// proven_optimal = plan.proven_optimal; planning_micros =
+// info.planning_time in whole microseconds).
 // Returns INTERNAL when `plan` does not fit `problem` (assignment count, a
 // pool index out of range): a planner bug.
 absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     const Problem& problem, const Plan& plan, const ResponseInfo& info);
 
 // Returns the core plan in `response`: pools in order, each assignment's
-// pool name resolved to its index. Returns INVALID_ARGUMENT when a pool name
+// pool name resolved to its index, planner = stats.planner and
+// proven_optimal = stats.proven_optimal. Returns INVALID_ARGUMENT when a pool name
 // repeats or an assignment names no pool of the response.
 absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response);
 

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "core/stats.h"
 #include "core/types.h"
 #include "proto/grpc_status.h"
 
@@ -65,14 +66,18 @@ TEST(RequestToProblemTest, MapsEveryField) {
   b->set_symbolic_size("2*s0");
   b->set_size_is_data_dependent(true);
   request.mutable_buffers(2)->set_device("");
+  b->set_alignment(512);
+  b->set_fixed_offset(1024);
   request.mutable_options()->set_pool_mode(v1::POOL_MODE_OUTPUTS);
   request.mutable_options()->set_alignment(128);
+  request.mutable_options()->set_capacity_bytes(1 << 20);
 
   const absl::StatusOr<Problem> problem = RequestToProblem(request);
   ASSERT_TRUE(problem.ok()) << problem.status();
   ASSERT_EQ(problem->buffers.size(), 3u);
   EXPECT_EQ(problem->pool_mode, PoolMode::kOutputs);
   EXPECT_EQ(problem->alignment, 128);
+  EXPECT_EQ(problem->capacity, 1 << 20);
   const Buffer& buffer = problem->buffers[1];
   EXPECT_EQ(buffer.names, (std::vector<std::string>{"b", "b_inplace"}));
   EXPECT_EQ(buffer.size, 200);
@@ -82,15 +87,46 @@ TEST(RequestToProblemTest, MapsEveryField) {
   EXPECT_EQ(buffer.device, "cuda:0");
   EXPECT_EQ(buffer.dtype, "torch.float32");
   EXPECT_TRUE(buffer.size_is_data_dependent);
+  EXPECT_EQ(buffer.alignment, 512);
+  EXPECT_EQ(buffer.fixed_offset, 1024);
+  EXPECT_EQ(problem->AlignmentOf(1), 512);
   EXPECT_TRUE(problem->buffers[2].is_output);
   EXPECT_EQ(problem->buffers[2].device, "");
 }
 
-TEST(RequestToProblemTest, DefaultsAlignmentAndPoolMode) {
+TEST(RequestToProblemTest, DefaultsAlignmentPoolModeCapacityAndPins) {
   const absl::StatusOr<Problem> problem = RequestToProblem(SmallRequest());
   ASSERT_TRUE(problem.ok()) << problem.status();
   EXPECT_EQ(problem->alignment, kDefaultAlignment);
   EXPECT_EQ(problem->pool_mode, PoolMode::kIntermediates);
+  EXPECT_EQ(problem->capacity, 0);  // no limit
+  for (const Buffer& buffer : problem->buffers) {
+    EXPECT_EQ(buffer.alignment, 0) << buffer;     // the problem's
+    EXPECT_EQ(buffer.fixed_offset, -1) << buffer;  // free
+  }
+}
+
+// A buffer's alignment below the request's leaves the request's in force.
+TEST(RequestToProblemTest, EffectiveAlignmentIsTheLarger) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->set_alignment(256);
+  request.mutable_buffers(0)->set_alignment(8);
+  request.mutable_buffers(1)->set_alignment(4096);
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->AlignmentOf(0), 256);
+  EXPECT_EQ(problem->AlignmentOf(1), 4096);
+  EXPECT_EQ(problem->AlignmentOf(2), 256);
+}
+
+// A pin at offset 0 is a pin, not "unset": `optional` tells them apart.
+TEST(RequestToProblemTest, FixedOffsetZeroPins) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(2)->set_fixed_offset(0);
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->buffers[2].fixed_offset, 0);
+  EXPECT_EQ(problem->buffers[1].fixed_offset, -1);
 }
 
 TEST(RequestToProblemTest, MapsEveryPoolMode) {
@@ -198,25 +234,130 @@ TEST(RequestToProblemTest, AlignmentNotPowerOfTwo) {
   ExpectInvalid(request, {"options.alignment", "48"});
 }
 
-TEST(StrategyNameTest, ResolvesDefaultAndRejectsUnknownNumbers) {
-  EXPECT_EQ(StrategyName(v1::STRATEGY_UNSPECIFIED).value(), "inductor");
+TEST(RequestToProblemTest, NegativeCapacity) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->set_capacity_bytes(-1);
+  ExpectInvalid(request, {"options.capacity_bytes", "-1"});
+}
+
+TEST(RequestToProblemTest, NegativeBufferAlignment) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->set_alignment(-64);
+  ExpectInvalid(request, {"buffers[1] (\"b\")", "alignment", "-64"});
+}
+
+TEST(RequestToProblemTest, BufferAlignmentNotPowerOfTwo) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->set_alignment(96);
+  ExpectInvalid(request, {"buffers[0] (\"a\")", "alignment", "96"});
+}
+
+TEST(RequestToProblemTest, BufferAlignmentTooLarge) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->set_alignment(int64_t{1} << 31);
+  ExpectInvalid(request, {"buffers[0] (\"a\")", "alignment", "2147483648"});
+}
+
+TEST(RequestToProblemTest, NegativeFixedOffset) {
+  for (const int64_t offset : {int64_t{-1}, int64_t{-64}}) {
+    v1::PlanMemoryRequest request = SmallRequest();
+    request.mutable_buffers(2)->set_fixed_offset(offset);
+    ExpectInvalid(request, {"buffers[2] (\"c\")", "fixed_offset",
+                            std::to_string(offset).c_str()});
+  }
+}
+
+TEST(RequestToProblemTest, HugeFixedOffset) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(2)->set_fixed_offset(int64_t{1} << 50);
+  ExpectInvalid(request, {"buffers[2] (\"c\")", "fixed_offset",
+                          std::to_string(int64_t{1} << 50).c_str()});
+}
+
+TEST(RequestToProblemTest, FixedOffsetNotAMultipleOfTheAlignment) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->set_fixed_offset(96);  // alignment 64
+  ExpectInvalid(request, {"buffers[1] (\"b\")", "fixed_offset", "96"});
+  request.mutable_buffers(1)->set_fixed_offset(128);
+  request.mutable_buffers(1)->set_alignment(256);
+  ExpectInvalid(request, {"buffers[1] (\"b\")", "fixed_offset", "128"});
+}
+
+// Sets options.time_budget to `seconds` and `nanos`, as the wire carries it.
+v1::PlanMemoryRequest WithTimeBudget(int64_t seconds, int32_t nanos) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->mutable_time_budget()->set_seconds(seconds);
+  request.mutable_options()->mutable_time_budget()->set_nanos(nanos);
+  return request;
+}
+
+TEST(RequestToProblemTest, NegativeTimeBudget) {
+  ExpectInvalid(WithTimeBudget(-2, 0), {"options.time_budget", "-2s"});
+  ExpectInvalid(WithTimeBudget(0, -5000000), {"options.time_budget", "-5ms"});
+}
+
+TEST(RequestToProblemTest, TimeBudgetLongerThanAnHour) {
+  ExpectInvalid(WithTimeBudget(3600, 1), {"options.time_budget", "1h"});
+  ExpectInvalid(WithTimeBudget(int64_t{1} << 62, 0),
+                {"options.time_budget", "1h"});
+}
+
+TEST(RequestToProblemTest, TimeBudgetThatIsNoDuration) {
+  ExpectInvalid(WithTimeBudget(1, -1), {"options.time_budget", "nanos"});
+  ExpectInvalid(WithTimeBudget(0, 1000000000), {"options.time_budget", "nanos"});
+}
+
+TEST(TimeBudgetTest, DefaultsTo100Milliseconds) {
+  EXPECT_EQ(TimeBudget(v1::PlanOptions()).value(), absl::Milliseconds(100));
+  EXPECT_EQ(kDefaultTimeBudget, absl::Milliseconds(100));
+}
+
+TEST(TimeBudgetTest, ReadsSecondsAndNanos) {
+  EXPECT_EQ(TimeBudget(WithTimeBudget(2, 500000000).options()).value(),
+            absl::Milliseconds(2500));
+  EXPECT_EQ(TimeBudget(WithTimeBudget(0, 0).options()).value(),
+            absl::ZeroDuration());  // set to zero: no search, not the default
+  EXPECT_EQ(TimeBudget(WithTimeBudget(3600, 0).options()).value(),
+            absl::Hours(1));
+}
+
+TEST(StrategyNameTest, ResolvesEveryStrategyAndRejectsUnknownNumbers) {
+  EXPECT_EQ(kDefaultStrategy, "auto");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_UNSPECIFIED).value(), "auto");
   EXPECT_EQ(StrategyName(v1::STRATEGY_INDUCTOR).value(), "inductor");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_BEST_FIT).value(), "best_fit");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_OPTIMAL).value(), "optimal");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_AUTO).value(), "auto");
   EXPECT_EQ(StrategyName(static_cast<v1::Strategy>(-1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(StrategyName(static_cast<v1::Strategy>(5)).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ProblemToRequestTest, RoundTrips) {
   v1::PlanMemoryRequest request = SmallRequest();
   request.mutable_buffers(0)->set_size_is_data_dependent(true);
+  request.mutable_buffers(0)->set_alignment(1024);
+  request.mutable_buffers(1)->set_fixed_offset(0);
+  request.mutable_buffers(2)->set_fixed_offset(4096);
   request.mutable_options()->set_pool_mode(v1::POOL_MODE_COMBINED);
+  request.mutable_options()->set_capacity_bytes(8192);
   const absl::StatusOr<Problem> problem = RequestToProblem(request);
   ASSERT_TRUE(problem.ok()) << problem.status();
-  const absl::StatusOr<Problem> again =
-      RequestToProblem(ProblemToRequest(*problem));
+  const v1::PlanMemoryRequest wire =
+      ProblemToRequest(*problem, v1::STRATEGY_OPTIMAL);
+  EXPECT_EQ(wire.options().strategy(), v1::STRATEGY_OPTIMAL);
+  EXPECT_FALSE(wire.buffers(0).has_fixed_offset());
+  EXPECT_TRUE(wire.buffers(1).has_fixed_offset());
+  const absl::StatusOr<Problem> again = RequestToProblem(wire);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->buffers, problem->buffers);
   EXPECT_EQ(again->pool_mode, problem->pool_mode);
   EXPECT_EQ(again->alignment, problem->alignment);
+  EXPECT_EQ(again->capacity, 8192);
+  EXPECT_EQ(again->buffers[0].alignment, 1024);
+  EXPECT_EQ(again->buffers[1].fixed_offset, 0);
+  EXPECT_EQ(again->buffers[2].fixed_offset, 4096);
 }
 
 // A plan for SmallRequest: a and c share bytes (their ranges [0,2) and
@@ -255,11 +396,71 @@ TEST(PlanToResponseTest, FillsPoolsAssignmentsAndStats) {
   EXPECT_EQ(response->stats().peak_bytes(), 384);
   EXPECT_EQ(response->stats().planner(), "inductor");
   EXPECT_EQ(response->stats().planning_micros(), 1234);
+  EXPECT_FALSE(response->stats().proven_optimal());
+  // Intermediates mode: c (50 bytes) has a pool of at most 64 bytes that
+  // lends 64 bytes before t=2 and 14 after; a and b (300 bytes at t=1) need
+  // 300 - 64 more at least, and a alone (100 > 64) cannot go there: so 50 +
+  // 300 at t=1 (ModeLowerBound's derivation, core/stats.h).
+  EXPECT_EQ(response->stats().mode_lower_bound_bytes(), 350);
+  EXPECT_EQ(response->stats().mode_lower_bound_bytes(), ModeLowerBound(problem));
+  // pool0 holds the output c.
+  EXPECT_EQ(response->stats().retained_bytes(), 128);
   EXPECT_EQ(response->cache(), v1::CACHE_STATUS_MISS);
 
   const absl::StatusOr<Plan> plan = ResponseToPlan(*response);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(*plan, SmallPlan());
+  EXPECT_EQ(plan->planner, "inductor");
+  EXPECT_FALSE(plan->proven_optimal);
+}
+
+// The plan names its planner (auto's winner, best fit's order); the
+// strategy's name is only the fallback.
+TEST(PlanToResponseTest, PlannerAndProofComeFromThePlan) {
+  const Problem problem = RequestToProblem(SmallRequest()).value();
+  Plan plan = SmallPlan();
+  plan.planner = "best_fit(size)";
+  plan.proven_optimal = true;
+  ResponseInfo info;
+  info.planner = "auto";
+  const absl::StatusOr<v1::PlanMemoryResponse> response =
+      PlanToResponse(problem, plan, info);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->stats().planner(), "best_fit(size)");
+  EXPECT_TRUE(response->stats().proven_optimal());
+
+  const absl::StatusOr<Plan> back = ResponseToPlan(*response);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->planner, "best_fit(size)");
+  EXPECT_TRUE(back->proven_optimal);
+}
+
+// retained_bytes counts every pool that holds an output, each once.
+TEST(PlanToResponseTest, RetainedBytesArePoolsHoldingOutputs) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->set_is_output(true);  // a and c, both pool0
+  const Problem problem = RequestToProblem(request).value();
+  const Plan plan = SmallPlan();
+  EXPECT_EQ(PlanToResponse(problem, plan, ResponseInfo())
+                .value()
+                .stats()
+                .retained_bytes(),
+            128);
+  request.mutable_buffers(1)->set_is_output(true);  // and b, in pool1
+  EXPECT_EQ(PlanToResponse(RequestToProblem(request).value(), plan,
+                           ResponseInfo())
+                .value()
+                .stats()
+                .retained_bytes(),
+            128 + 256);
+  request.mutable_buffers(0)->set_is_output(false);  // b alone, in pool1
+  request.mutable_buffers(2)->set_is_output(false);
+  EXPECT_EQ(PlanToResponse(RequestToProblem(request).value(), plan,
+                           ResponseInfo())
+                .value()
+                .stats()
+                .retained_bytes(),
+            256);
 }
 
 TEST(PlanToResponseTest, PoolIndexOutOfRangeIsInternal) {
