@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <cstddef>
+
 #include "absl/strings/escaping.h"
 #include "proto/convert.h"
 
@@ -34,26 +36,33 @@ class Encoder {
 
 }  // namespace
 
-std::string GraphHashInput(const Problem& problem, absl::string_view strategy) {
+std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
+                           absl::Duration time_budget) {
   Encoder encoder;
   encoder.U32(kGraphHashFormatVersion);
   encoder.String(strategy);
   encoder.U8(static_cast<uint8_t>(PoolModeToProto(problem.pool_mode)));
   encoder.I64(problem.alignment);
+  encoder.I64(problem.capacity);
+  encoder.I64(absl::ToInt64Nanoseconds(time_budget));
   encoder.U64(problem.buffers.size());
-  for (const Buffer& buffer : problem.buffers) {
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& buffer = problem.buffers[i];
     encoder.I64(buffer.size);
     encoder.I64(buffer.live_range.begin);
     encoder.I64(buffer.live_range.end);
     encoder.U8(buffer.is_output ? 1 : 0);
     encoder.U8(buffer.size_is_data_dependent ? 1 : 0);
     encoder.String(buffer.device);
+    encoder.I64(problem.AlignmentOf(i));
+    encoder.I64(buffer.fixed_offset);
   }
   return encoder.Take();
 }
 
-std::string GraphHash(const Problem& problem, absl::string_view strategy) {
-  const std::string input = GraphHashInput(problem, strategy);
+std::string GraphHash(const Problem& problem, absl::string_view strategy,
+                      absl::Duration time_budget) {
+  const std::string input = GraphHashInput(problem, strategy, time_budget);
   XXH128_canonical_t canonical;
   XXH128_canonicalFromHash(&canonical, XXH3_128bits(input.data(), input.size()));
   return absl::BytesToHexString(absl::string_view(

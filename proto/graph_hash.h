@@ -7,10 +7,13 @@
 // length (u64) then its bytes:
 //
 //   u32     format version (kGraphHashFormatVersion)
-//   string  strategy name, resolved (e.g. "inductor", never "")
+//   string  strategy name, resolved (e.g. "auto", never "")
 //   u8      pool mode, as the wire's PoolMode number (1 none,
 //           2 intermediates, 3 outputs, 4 combined)
 //   i64     alignment in bytes (resolved: 64, never 0)
+//   i64     capacity in bytes per device (0: no limit)
+//   i64     time budget in nanoseconds (resolved: 100 ms when unset); an
+//           anytime search may find another plan with another budget
 //   u64     buffer count
 //   per buffer, in request order:
 //     i64     size in bytes
@@ -19,6 +22,9 @@
 //     u8      is_output (0 or 1)
 //     u8      size_is_data_dependent (0 or 1)
 //     string  device
+//     i64     alignment in bytes, effective (Problem::AlignmentOf: the larger
+//             of the buffer's and the problem's, never 0)
+//     i64     fixed_offset in bytes (-1: free)
 //
 // Names, dtypes and symbolic sizes are labels, not inputs of the plan: two
 // requests that differ only in them hash alike. Any change to the encoding
@@ -30,19 +36,25 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "core/types.h"
 
 namespace memplan {
 
-inline constexpr uint32_t kGraphHashFormatVersion = 1;
+// 1: the first encoding; 2: adds capacity, time budget and per-buffer
+// alignment and fixed_offset.
+inline constexpr uint32_t kGraphHashFormatVersion = 2;
 
 // Returns the canonical encoding above for `problem` planned by `strategy`
-// (a planner name, e.g. "inductor"). Exposed for tests.
-std::string GraphHashInput(const Problem& problem, absl::string_view strategy);
+// (a planner name, e.g. "auto") with search time `time_budget` (the
+// resolved budget, proto/convert.h TimeBudget). Exposed for tests.
+std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
+                           absl::Duration time_budget);
 
 // Returns 32 lowercase hex characters: XXH3-128 of GraphHashInput. The same
 // on every run, process and machine.
-std::string GraphHash(const Problem& problem, absl::string_view strategy);
+std::string GraphHash(const Problem& problem, absl::string_view strategy,
+                      absl::Duration time_budget);
 
 }  // namespace memplan
 

@@ -1,5 +1,6 @@
 #include "server/service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -42,20 +43,26 @@ grpc::Status MemoryPlannerService::PlanMemory(
 }
 
 absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
-    const v1::PlanMemoryRequest& request, const PlanContext& context) const {
+    const v1::PlanMemoryRequest& request, const PlanContext& call) const {
   absl::StatusOr<Problem> problem = RequestToProblem(request);
   if (!problem.ok()) return problem.status();
   absl::StatusOr<std::string> strategy =
       StrategyName(request.options().strategy());
   if (!strategy.ok()) return strategy.status();
+  absl::StatusOr<absl::Duration> budget = TimeBudget(request.options());
+  if (!budget.ok()) return budget.status();
   const Planner* planner = FindPlanner(*strategy);
   if (planner == nullptr) {
-    return absl::UnimplementedError(absl::StrCat(
-        "options.strategy: this server has no planner \"", *strategy, "\""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.strategy: strategy ", *strategy,
+        " is not available on this server"));
   }
-  if (absl::Status status = context.Check(); !status.ok()) return status;
+  if (absl::Status status = call.Check(); !status.ok()) return status;
 
   const absl::Time start = absl::Now();
+  PlanContext context = call;
+  // The budget counts from now; a caller's earlier search deadline stands.
+  context.search_deadline = std::min(call.search_deadline, start + *budget);
   absl::StatusOr<Plan> plan = planner->PlanProblem(*problem, context);
   const absl::Duration planning_time = absl::Now() - start;
   if (!plan.ok()) return plan.status();
@@ -67,7 +74,7 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
                      status.message()));
   }
   ResponseInfo info;
-  info.graph_hash = GraphHash(*problem, *strategy);
+  info.graph_hash = GraphHash(*problem, *strategy, *budget);
   info.planner = *strategy;
   info.planning_time = planning_time;
   info.cache = v1::CACHE_STATUS_MISS;

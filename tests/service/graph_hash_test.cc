@@ -8,10 +8,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/time/time.h"
 #include "core/types.h"
 
 namespace memplan {
 namespace {
+
+constexpr absl::Duration kBudget = absl::Milliseconds(100);
 
 Buffer MakeBuffer(std::string name, Bytes size, Timestep begin, Timestep end,
                   bool is_output = false, std::string device = "cuda:0") {
@@ -44,6 +47,16 @@ Problem TwoDeviceProblem() {
   return problem;
 }
 
+// TwoDeviceProblem with a capacity, a pinned buffer and a buffer aligned
+// beyond the problem's alignment.
+Problem PinnedProblem() {
+  Problem problem = TwoDeviceProblem();
+  problem.capacity = 1 << 22;
+  problem.buffers[0].fixed_offset = 8192;
+  problem.buffers[1].alignment = 4096;
+  return problem;
+}
+
 // Hex strings of little-endian integers, to spell out the encoding.
 std::string Le(uint64_t value, int width) {
   std::string bytes;
@@ -57,43 +70,69 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   Problem problem;
   problem.buffers = {MakeBuffer("only", 100, 2, 5, true, "cpu")};
   problem.buffers[0].size_is_data_dependent = true;
+  problem.buffers[0].fixed_offset = 512;
   problem.pool_mode = PoolMode::kOutputs;
   problem.alignment = 64;
+  problem.capacity = 4096;
   const std::string expected =
-      Le(kGraphHashFormatVersion, 4) + Le(8, 8) + "inductor" +
-      Le(3, 1) /* outputs */ + Le(64, 8) + Le(1, 8) /* one buffer */ +
+      Le(2, 4) /* format version */ + Le(7, 8) + "optimal" +
+      Le(3, 1) /* outputs */ + Le(64, 8) + Le(4096, 8) /* capacity */ +
+      Le(2500000000, 8) /* 2.5 s in ns */ + Le(1, 8) /* one buffer */ +
       Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(1, 1) + Le(3, 8) +
-      "cpu";
-  EXPECT_EQ(GraphHashInput(problem, "inductor"), expected);
+      "cpu" + Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */;
+  EXPECT_EQ(kGraphHashFormatVersion, 2u);
+  EXPECT_EQ(GraphHashInput(problem, "optimal", absl::Milliseconds(2500)),
+            expected);
+  // A free buffer encodes fixed_offset -1; its own alignment, when larger,
+  // replaces the problem's.
+  problem.buffers[0].fixed_offset = -1;
+  problem.buffers[0].alignment = 1024;
+  const std::string free_input =
+      GraphHashInput(problem, "optimal", absl::Milliseconds(2500));
+  EXPECT_EQ(free_input.substr(free_input.size() - 16),
+            Le(1024, 8) + Le(~uint64_t{0}, 8));
 }
 
 TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
-  EXPECT_THAT(GraphHash(SmallProblem(), "inductor"),
+  EXPECT_THAT(GraphHash(SmallProblem(), "inductor", kBudget),
               ::testing::MatchesRegex("[0-9a-f]{32}"));
 }
 
 // Golden values: a change here changes every cache key; bump
-// kGraphHashFormatVersion if it is intended. The first was cross-checked
-// with a separate program hashing the encoding, written by hand, with
-// libxxhash's XXH3_128bits and printing high64 then low64.
+// kGraphHashFormatVersion if it is intended. The first and the third were
+// cross-checked with a separate program hashing the encoding, written by
+// hand, with libxxhash's XXH3_128bits and printing high64 then low64.
 TEST(GraphHashTest, GoldenValues) {
-  EXPECT_EQ(GraphHash(SmallProblem(), "inductor"),
-            "48603ff086189d13a83adee6d083daf7");
-  EXPECT_EQ(GraphHash(TwoDeviceProblem(), "inductor"),
-            "f0aa46ed32186d95729f96e069438b66");
+  EXPECT_EQ(GraphHash(SmallProblem(), "inductor", kBudget),
+            "7089e1d7869cbe0cdb448548a3f4eee0");
+  EXPECT_EQ(GraphHash(TwoDeviceProblem(), "auto", kBudget),
+            "e2770680c9f043ea0916424f7219982d");
+  EXPECT_EQ(GraphHash(PinnedProblem(), "optimal", absl::Seconds(2)),
+            "0a7a03c1bc98531c901ce546a6f1987c");
 }
 
 TEST(GraphHashTest, LabelsDoNotChangeTheHash) {
-  const std::string hash = GraphHash(SmallProblem(), "inductor");
+  const std::string hash = GraphHash(SmallProblem(), "inductor", kBudget);
   Problem problem = SmallProblem();
   problem.buffers[0].names = {"renamed", "alias"};
   problem.buffers[1].dtype = "torch.bfloat16";
   problem.buffers[2].symbolic_size = "50*s0";
-  EXPECT_EQ(GraphHash(problem, "inductor"), hash);
+  EXPECT_EQ(GraphHash(problem, "inductor", kBudget), hash);
+}
+
+// A buffer's alignment at or below the problem's leaves the effective
+// alignment, and so the plan, as it was.
+TEST(GraphHashTest, BufferAlignmentCountsOnlyWhereItIsEffective) {
+  const std::string hash = GraphHash(SmallProblem(), "best_fit", kBudget);
+  for (const Bytes alignment : {Bytes{1}, Bytes{32}, kDefaultAlignment}) {
+    Problem problem = SmallProblem();
+    problem.buffers[1].alignment = alignment;
+    EXPECT_EQ(GraphHash(problem, "best_fit", kBudget), hash) << alignment;
+  }
 }
 
 TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
-  const std::string hash = GraphHash(SmallProblem(), "inductor");
+  const std::string hash = GraphHash(SmallProblem(), "inductor", kBudget);
   const std::vector<std::pair<std::string, std::function<void(Problem&)>>>
       kChanges = {
           {"size", [](Problem& p) { p.buffers[1].size = 201; }},
@@ -106,6 +145,11 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
           {"empty device", [](Problem& p) { p.buffers[2].device = ""; }},
           {"pool_mode", [](Problem& p) { p.pool_mode = PoolMode::kNone; }},
           {"alignment", [](Problem& p) { p.alignment = 128; }},
+          {"capacity", [](Problem& p) { p.capacity = 1024; }},
+          {"buffer alignment",
+           [](Problem& p) { p.buffers[1].alignment = 128; }},
+          {"fixed_offset", [](Problem& p) { p.buffers[1].fixed_offset = 256; }},
+          {"fixed_offset 0", [](Problem& p) { p.buffers[1].fixed_offset = 0; }},
           {"buffer order",
            [](Problem& p) { std::swap(p.buffers[0], p.buffers[1]); }},
           {"buffer count", [](Problem& p) { p.buffers.pop_back(); }},
@@ -113,9 +157,15 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
   for (const auto& [field, change] : kChanges) {
     Problem problem = SmallProblem();
     change(problem);
-    EXPECT_NE(GraphHash(problem, "inductor"), hash) << field;
+    EXPECT_NE(GraphHash(problem, "inductor", kBudget), hash) << field;
   }
-  EXPECT_NE(GraphHash(SmallProblem(), "best_fit"), hash) << "strategy";
+  EXPECT_NE(GraphHash(SmallProblem(), "best_fit", kBudget), hash)
+      << "strategy";
+  EXPECT_NE(GraphHash(SmallProblem(), "inductor", absl::Milliseconds(101)),
+            hash)
+      << "time budget";
+  EXPECT_NE(GraphHash(SmallProblem(), "inductor", absl::ZeroDuration()), hash)
+      << "time budget 0";
 }
 
 }  // namespace

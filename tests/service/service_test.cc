@@ -1,13 +1,19 @@
 // Tests of the MemoryPlanner service (server/) through the client library
-// (client/), on an in-process channel: plans, every malformed-request case,
-// health, deadlines and message size limits.
+// (client/), on an in-process channel: plans of every strategy, capacity,
+// pinned offsets and per-buffer alignments, every malformed-request case,
+// health, deadlines, time budgets and message size limits.
+#include <cstdint>
 #include <functional>
+#include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "core/planners.h"
@@ -68,20 +74,108 @@ v1::PlanMemoryRequest LargeRequest(int count) {
   return request;
 }
 
-// Every strategy the wire names that this server has a planner for, so that
-// a new planner inherits every case.
-std::vector<v1::Strategy> ServedStrategies() {
+// `count` buffers of sizes in [1, 4096] bytes and live ranges in [0, 64),
+// from a fixed seed (splitmix64): a problem whose optimum is not found at
+// once, so the optimal search runs until its time budget.
+v1::PlanMemoryRequest RandomRequest(int count, uint64_t seed) {
+  auto next = [&seed] {
+    uint64_t z = (seed += 0x9e3779b97f4a7c15);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+    return z ^ (z >> 31);
+  };
+  v1::PlanMemoryRequest request;
+  for (int i = 0; i < count; ++i) {
+    v1::Buffer* buffer = request.add_buffers();
+    buffer->add_names("r" + std::to_string(i));
+    buffer->set_size_bytes(1 + static_cast<int64_t>(next() % 4096));
+    const int64_t begin = static_cast<int64_t>(next() % 60);
+    buffer->mutable_live_range()->set_begin(begin);
+    buffer->mutable_live_range()->set_end(begin + 1 +
+                                          static_cast<int64_t>(next() % 8));
+  }
+  request.mutable_options()->set_pool_mode(v1::POOL_MODE_COMBINED);
+  request.mutable_options()->set_alignment(1);
+  return request;
+}
+
+// Every strategy the wire names, STRATEGY_UNSPECIFIED (the server's default)
+// included, so that a new planner inherits every case. A strategy without
+// a planner fails the tests: the server must serve every one.
+std::vector<v1::Strategy> WireStrategies() {
   std::vector<v1::Strategy> strategies;
   const google::protobuf::EnumDescriptor* descriptor = v1::Strategy_descriptor();
   for (int i = 0; i < descriptor->value_count(); ++i) {
-    const auto strategy = static_cast<v1::Strategy>(descriptor->value(i)->number());
-    const absl::StatusOr<std::string> name = StrategyName(strategy);
-    if (name.ok() && FindPlanner(*name) != nullptr) strategies.push_back(strategy);
+    strategies.push_back(
+        static_cast<v1::Strategy>(descriptor->value(i)->number()));
   }
   return strategies;
 }
 
-class ServiceTest : public ::testing::TestWithParam<v1::Strategy> {
+// The strategies that place buffers themselves, and so honour pinned
+// offsets and per-buffer alignments (Inductor's cannot).
+std::vector<v1::Strategy> SearchStrategies() {
+  return {v1::STRATEGY_BEST_FIT, v1::STRATEGY_OPTIMAL, v1::STRATEGY_AUTO,
+          v1::STRATEGY_UNSPECIFIED};
+}
+
+// Expects `planner` (stats.planner) to be a name that `strategy`'s planner
+// gives its plans: "inductor"; best fit's winning order, "best_fit(...)";
+// "optimal"; for auto (and the default), the winner among those.
+void ExpectPlannerOf(v1::Strategy strategy, const std::string& planner) {
+  const bool is_best_fit =
+      absl::StartsWith(planner, "best_fit(") && absl::EndsWith(planner, ")");
+  switch (strategy) {
+    case v1::STRATEGY_INDUCTOR:
+      EXPECT_EQ(planner, "inductor");
+      break;
+    case v1::STRATEGY_BEST_FIT:
+      EXPECT_TRUE(is_best_fit) << planner;
+      break;
+    case v1::STRATEGY_OPTIMAL:
+      EXPECT_EQ(planner, "optimal");
+      break;
+    default:  // auto
+      EXPECT_TRUE(planner == "inductor" || is_best_fit || planner == "optimal")
+          << planner;
+      break;
+  }
+}
+
+// Returns the summed sizes of the response's pools that hold an output of
+// `request`, each pool once.
+int64_t PoolBytesHoldingOutputs(const v1::PlanMemoryRequest& request,
+                                const v1::PlanMemoryResponse& response) {
+  std::set<std::string> holding;
+  for (int i = 0; i < request.buffers_size(); ++i) {
+    if (request.buffers(i).is_output()) {
+      holding.insert(response.assignments(i).pool());
+    }
+  }
+  int64_t bytes = 0;
+  for (const v1::Pool& pool : response.pools()) {
+    if (holding.count(pool.name()) > 0) bytes += pool.size_bytes();
+  }
+  return bytes;
+}
+
+// Returns N from a capacity error's "N bytes more than
+// options.capacity_bytes (C)" (core/stats.h CapacityStatus), or -1.
+int64_t BytesOverCapacity(const std::string& message, int64_t capacity) {
+  const std::regex pattern(
+      "([0-9]+) bytes more than options\\.capacity_bytes \\(" +
+      std::to_string(capacity) + "\\)");
+  std::smatch match;
+  int64_t bytes = -1;
+  if (!std::regex_search(message, match, pattern) ||
+      !absl::SimpleAtoi(match[1].str(), &bytes)) {
+    return -1;
+  }
+  return bytes;
+}
+
+// One in-process server per test suite, and a client of it.
+class ServerFixture : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     Server::Options options;
@@ -99,8 +193,6 @@ class ServiceTest : public ::testing::TestWithParam<v1::Strategy> {
     ASSERT_NE(server_, nullptr);
     client_ = std::make_unique<MemplanClient>(server_->InProcessChannel());
   }
-
-  v1::PlanMemoryRequest Small() const { return SmallRequest(GetParam()); }
 
   // Expects PlanMemory(request) to succeed with a plan that the independent
   // validator accepts, and returns the response.
@@ -122,10 +214,24 @@ class ServiceTest : public ::testing::TestWithParam<v1::Strategy> {
   std::unique_ptr<MemplanClient> client_;
 };
 
-Server* ServiceTest::server_ = nullptr;
+Server* ServerFixture::server_ = nullptr;
+
+// Cases every strategy must pass, parameterized by the strategy.
+class ServiceTest : public ServerFixture,
+                    public ::testing::WithParamInterface<v1::Strategy> {
+ protected:
+  v1::PlanMemoryRequest Small() const { return SmallRequest(GetParam()); }
+
+  v1::PlanMemoryRequest Large(int count) const {
+    v1::PlanMemoryRequest request = LargeRequest(count);
+    request.mutable_options()->set_strategy(GetParam());
+    return request;
+  }
+};
 
 TEST_P(ServiceTest, PlansASmallProblem) {
-  const v1::PlanMemoryResponse response = ExpectPlans(Small());
+  const v1::PlanMemoryRequest request = Small();
+  const v1::PlanMemoryResponse response = ExpectPlans(request);
   ASSERT_EQ(response.assignments_size(), 3);  // parallel to the buffers
   std::vector<std::string> pool_names;
   for (const v1::Pool& pool : response.pools()) {
@@ -138,9 +244,17 @@ TEST_P(ServiceTest, PlansASmallProblem) {
     EXPECT_EQ(assignment.offset() % 64, 0);
   }
   EXPECT_EQ(response.stats().lower_bound_bytes(), 300);
-  EXPECT_GE(response.stats().total_pool_bytes(), 300);
+  // Intermediates mode: c's own pool lends at most 64 bytes (core/stats.h).
+  EXPECT_EQ(response.stats().mode_lower_bound_bytes(), 350);
+  EXPECT_GE(response.stats().mode_lower_bound_bytes(),
+            response.stats().lower_bound_bytes());
+  EXPECT_GE(response.stats().total_pool_bytes(),
+            response.stats().mode_lower_bound_bytes());
   EXPECT_GE(response.stats().peak_bytes(), 300);
-  EXPECT_EQ(response.stats().planner(), StrategyName(GetParam()).value());
+  EXPECT_EQ(response.stats().retained_bytes(),
+            PoolBytesHoldingOutputs(request, response));
+  EXPECT_GT(response.stats().retained_bytes(), 0);  // c is an output
+  ExpectPlannerOf(GetParam(), response.stats().planner());
   EXPECT_GE(response.stats().planning_micros(), 0);
   EXPECT_THAT(response.graph_hash(), MatchesRegex("[0-9a-f]{32}"));
   EXPECT_EQ(response.cache(), v1::CACHE_STATUS_MISS);
@@ -161,15 +275,15 @@ TEST_P(ServiceTest, GraphHashIgnoresNamesAndFollowsSizes) {
 }
 
 TEST_P(ServiceTest, SameRequestSamePlan) {
-  v1::PlanMemoryResponse first = ExpectPlans(LargeRequest(500));
-  v1::PlanMemoryResponse second = ExpectPlans(LargeRequest(500));
+  v1::PlanMemoryResponse first = ExpectPlans(Large(500));
+  v1::PlanMemoryResponse second = ExpectPlans(Large(500));
   first.mutable_stats()->clear_planning_micros();
   second.mutable_stats()->clear_planning_micros();
   EXPECT_EQ(first.SerializeAsString(), second.SerializeAsString());
 }
 
 TEST_P(ServiceTest, ConcurrentCallsAllSucceed) {
-  const v1::PlanMemoryRequest request = LargeRequest(300);
+  const v1::PlanMemoryRequest request = Large(300);
   std::vector<absl::StatusOr<v1::PlanMemoryResponse>> results(16);
   std::vector<std::thread> threads;
   for (auto& result : results) {
@@ -228,6 +342,34 @@ std::vector<BadRequestCase> BadRequestCases() {
       {"NegativeAlignment",
        [](v1::PlanMemoryRequest& r) { r.mutable_options()->set_alignment(-8); },
        {"options.alignment", "-8"}},
+      {"NegativeCapacity",
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_options()->set_capacity_bytes(-100);
+       },
+       {"options.capacity_bytes", "-100"}},
+      {"NegativeBufferAlignment",
+       [](v1::PlanMemoryRequest& r) { r.mutable_buffers(0)->set_alignment(-4); },
+       {"buffers[0] (\"a\")", "alignment", "-4"}},
+      {"NegativeFixedOffset",
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_buffers(1)->set_fixed_offset(-64);
+       },
+       {"buffers[1] (\"b\")", "fixed_offset", "-64"}},
+      {"HugeFixedOffset",
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_buffers(1)->set_fixed_offset(int64_t{1} << 41);
+       },
+       {"buffers[1] (\"b\")", "fixed_offset"}},
+      {"NegativeTimeBudget",
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_options()->mutable_time_budget()->set_seconds(-1);
+       },
+       {"options.time_budget", "-1s"}},
+      {"TimeBudgetOverAnHour",
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_options()->mutable_time_budget()->set_seconds(7200);
+       },
+       {"options.time_budget", "1h"}},
   };
 }
 
@@ -249,7 +391,7 @@ TEST_P(ServiceTest, EveryMalformedRequestIsInvalidArgumentAndServingGoesOn) {
 }
 
 TEST_P(ServiceTest, ExpiredDeadlineIsDeadlineExceeded) {
-  const v1::PlanMemoryRequest request = LargeRequest(200000);
+  const v1::PlanMemoryRequest request = Large(200000);
   for (const absl::Duration timeout :
        {absl::ZeroDuration(), absl::Milliseconds(20)}) {
     const absl::StatusOr<v1::PlanMemoryResponse> response =
@@ -260,11 +402,206 @@ TEST_P(ServiceTest, ExpiredDeadlineIsDeadlineExceeded) {
   ExpectPlans(Small());
 }
 
+// A capacity below the mode's lower bound: no strategy can fit it, and the
+// error says by how many bytes the best plan found misses.
+TEST_P(ServiceTest, CapacityBelowTheLowerBoundIsResourceExhausted) {
+  v1::PlanMemoryRequest request = Small();
+  request.mutable_options()->set_capacity_bytes(200);  // mode bound: 350
+  const absl::StatusOr<v1::PlanMemoryResponse> response =
+      client_->PlanMemory(request);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kResourceExhausted)
+      << response.status();
+  const std::string message(response.status().message());
+  EXPECT_THAT(message, HasSubstr("cuda:0"));
+  EXPECT_GE(BytesOverCapacity(message, 200), 350 - 200) << message;
+  ExpectPlans(Small());  // serving goes on
+}
+
+TEST_P(ServiceTest, CapacityThatFitsIsRespected) {
+  // The capacity is what the uncapped plan needs: it must fit.
+  const int64_t needed = ExpectPlans(Small()).stats().total_pool_bytes();
+  v1::PlanMemoryRequest request = Small();
+  request.mutable_options()->set_capacity_bytes(needed);
+  const v1::PlanMemoryResponse response = ExpectPlans(request);
+  EXPECT_LE(response.stats().total_pool_bytes(), needed);
+}
+
 INSTANTIATE_TEST_SUITE_P(
-    Strategies, ServiceTest, ::testing::ValuesIn(ServedStrategies()),
+    Strategies, ServiceTest, ::testing::ValuesIn(WireStrategies()),
     [](const ::testing::TestParamInfo<v1::Strategy>& info) {
       return v1::Strategy_Name(info.param);
     });
+
+// The strategies that place every buffer themselves.
+class SearchStrategyTest : public ServiceTest {};
+
+// Pinned buffers, combined mode (one pool), alignment 64:
+//
+//   offset ^
+//      256 |     +---------+          b pinned at 256
+//          |     |  b 200  |
+//          |     +---------+
+//        0 +---------+----------+     a pinned at 0; c (an output) free
+//          |  a 100  | c 50     |
+//          +----+----+----+----+--> timestep
+//          0    1    2    3    4
+TEST_P(SearchStrategyTest, PinnedOffsetsAreRespected) {
+  v1::PlanMemoryRequest request = Small();
+  request.mutable_options()->set_pool_mode(v1::POOL_MODE_COMBINED);
+  request.mutable_buffers(0)->set_fixed_offset(0);
+  request.mutable_buffers(1)->set_fixed_offset(256);
+  const v1::PlanMemoryResponse response = ExpectPlans(request);
+  ASSERT_EQ(response.assignments_size(), 3);
+  EXPECT_EQ(response.assignments(0).offset(), 0);
+  EXPECT_EQ(response.assignments(1).offset(), 256);
+  EXPECT_GE(response.stats().total_pool_bytes(), 456);
+  EXPECT_EQ(response.stats().retained_bytes(),
+            PoolBytesHoldingOutputs(request, response));
+}
+
+// In intermediates mode a pinned intermediate is pinned in whichever pool
+// holds it.
+TEST_P(SearchStrategyTest, PinnedIntermediateInIntermediatesMode) {
+  v1::PlanMemoryRequest request = Small();
+  request.mutable_buffers(1)->set_fixed_offset(512);
+  const v1::PlanMemoryResponse response = ExpectPlans(request);
+  EXPECT_EQ(response.assignments(1).offset(), 512);
+}
+
+// a is pinned at 0, so b (live with a) must lie above it: at the first
+// multiple of its own alignment, 1024, past a's 100 bytes, not at 128.
+TEST_P(SearchStrategyTest, PerBufferAlignmentIsRespected) {
+  v1::PlanMemoryRequest request = Small();
+  request.mutable_options()->set_pool_mode(v1::POOL_MODE_COMBINED);
+  request.mutable_buffers(0)->set_fixed_offset(0);
+  request.mutable_buffers(1)->set_alignment(1024);
+  request.mutable_buffers(2)->set_alignment(256);
+  const v1::PlanMemoryResponse response = ExpectPlans(request);
+  EXPECT_EQ(response.assignments(1).offset() % 1024, 0);
+  EXPECT_GE(response.assignments(1).offset(), 1024);
+  EXPECT_EQ(response.assignments(2).offset() % 256, 0);
+}
+
+// MiniMalloc's setting: alignment 1 for the request, larger per buffer.
+TEST_P(SearchStrategyTest, PerBufferAlignmentAboveARequestAlignmentOfOne) {
+  v1::PlanMemoryRequest request = RandomRequest(40, /*seed=*/7);
+  for (int i = 0; i < request.buffers_size(); i += 3) {
+    request.mutable_buffers(i)->set_alignment(int64_t{1} << (i % 9));
+  }
+  const v1::PlanMemoryResponse response = ExpectPlans(request);
+  for (int i = 0; i < request.buffers_size(); i += 3) {
+    EXPECT_EQ(response.assignments(i).offset() % (int64_t{1} << (i % 9)), 0)
+        << "buffers[" << i << "]";
+  }
+}
+
+TEST_P(SearchStrategyTest, NeverBelowTheModeLowerBound) {
+  const v1::PlanMemoryResponse response = ExpectPlans(RandomRequest(60, 11));
+  EXPECT_GE(response.stats().total_pool_bytes(),
+            response.stats().mode_lower_bound_bytes());
+  EXPECT_EQ(response.stats().mode_lower_bound_bytes(),
+            response.stats().lower_bound_bytes());  // combined mode
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Strategies, SearchStrategyTest, ::testing::ValuesIn(SearchStrategies()),
+    [](const ::testing::TestParamInfo<v1::Strategy>& info) {
+      return v1::Strategy_Name(info.param);
+    });
+
+// Cases of one strategy each.
+class StrategyTest : public ServerFixture {};
+
+// The default strategy is auto: the same plan, planner and graph hash.
+TEST_F(StrategyTest, DefaultStrategyIsAuto) {
+  v1::PlanMemoryResponse unspecified =
+      ExpectPlans(SmallRequest(v1::STRATEGY_UNSPECIFIED));
+  v1::PlanMemoryResponse automatic = ExpectPlans(SmallRequest(v1::STRATEGY_AUTO));
+  unspecified.mutable_stats()->clear_planning_micros();
+  automatic.mutable_stats()->clear_planning_micros();
+  EXPECT_EQ(unspecified.SerializeAsString(), automatic.SerializeAsString());
+}
+
+// Inductor places every buffer itself at multiples of options.alignment: a
+// pin or a larger alignment is refused, naming the buffer and the field.
+TEST_F(StrategyTest, InductorRefusesPinsAndLargerAlignments) {
+  v1::PlanMemoryRequest pinned = SmallRequest(v1::STRATEGY_INDUCTOR);
+  pinned.mutable_buffers(1)->set_fixed_offset(0);
+  absl::StatusOr<v1::PlanMemoryResponse> response = client_->PlanMemory(pinned);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument)
+      << response.status();
+  EXPECT_THAT(std::string(response.status().message()),
+              HasSubstr("buffers[1] (\"b\"): fixed_offset"));
+
+  v1::PlanMemoryRequest aligned = SmallRequest(v1::STRATEGY_INDUCTOR);
+  aligned.mutable_buffers(2)->set_alignment(4096);
+  response = client_->PlanMemory(aligned);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument)
+      << response.status();
+  EXPECT_THAT(std::string(response.status().message()),
+              HasSubstr("buffers[2] (\"c\"): alignment"));
+
+  // An alignment no larger than the request's changes nothing: accepted.
+  aligned.mutable_buffers(2)->set_alignment(64);
+  EXPECT_TRUE(client_->PlanMemory(aligned).ok());
+}
+
+// Combined mode, alignment 64: a at 0 and b at 128 (the first multiple of
+// 64 past a's 100 bytes), c over a's bytes once a is dead: 328 bytes, and no
+// plan does better (b below a would need a at 256: 356).
+TEST_F(StrategyTest, OptimalProvesItsPlanMinimal) {
+  v1::PlanMemoryRequest request = SmallRequest(v1::STRATEGY_OPTIMAL);
+  request.mutable_options()->set_pool_mode(v1::POOL_MODE_COMBINED);
+  const v1::PlanMemoryResponse response = ExpectPlans(request);
+  EXPECT_EQ(response.stats().planner(), "optimal");
+  EXPECT_EQ(response.stats().total_pool_bytes(), 328);
+  EXPECT_TRUE(response.stats().proven_optimal());
+  EXPECT_EQ(response.stats().retained_bytes(), 328);  // c is in the one pool
+}
+
+// Auto keeps the smallest plan, Inductor's among the candidates.
+TEST_F(StrategyTest, AutoIsNeverLargerThanInductor) {
+  for (const v1::PlanMemoryRequest& base :
+       {SmallRequest(v1::STRATEGY_UNSPECIFIED), LargeRequest(300),
+        RandomRequest(80, 3)}) {
+    v1::PlanMemoryRequest inductor = base;
+    inductor.mutable_options()->set_strategy(v1::STRATEGY_INDUCTOR);
+    v1::PlanMemoryRequest automatic = base;
+    automatic.mutable_options()->set_strategy(v1::STRATEGY_AUTO);
+    EXPECT_LE(ExpectPlans(automatic).stats().total_pool_bytes(),
+              ExpectPlans(inductor).stats().total_pool_bytes());
+  }
+}
+
+// The time budget, not the call's deadline, ends the optimal search: a
+// problem it does not finish (LargeRequest in intermediates mode: it runs
+// for as long as it may) comes back soon after the budget, with the best
+// plan found, not after the call's 120 s.
+TEST_F(StrategyTest, TimeBudgetEndsTheSearch) {
+  v1::PlanMemoryRequest request = LargeRequest(500);
+  request.mutable_options()->set_strategy(v1::STRATEGY_OPTIMAL);
+  request.mutable_options()->mutable_time_budget()->set_nanos(300000000);
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<v1::PlanMemoryResponse> response =
+      client_->PlanMemory(request, absl::Seconds(120));
+  const absl::Duration elapsed = absl::Now() - start;
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_LT(elapsed, absl::Seconds(20));
+  EXPECT_LT(response->stats().planning_micros(), 20 * 1000 * 1000);
+  EXPECT_EQ(response->stats().planner(), "optimal");
+  // Above the mode's lower bound and not proven: the search was cut short.
+  EXPECT_GT(response->stats().total_pool_bytes(),
+            response->stats().mode_lower_bound_bytes());
+
+  // The budget is part of the graph hash: an anytime search may find
+  // another plan with another budget.
+  request.mutable_options()->mutable_time_budget()->set_nanos(100000000);
+  const absl::StatusOr<v1::PlanMemoryResponse> other =
+      client_->PlanMemory(request, absl::Seconds(120));
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE(other->graph_hash(), response->graph_hash());
+}
 
 // The handler itself, without gRPC: a deadline that has passed stops the
 // call before any plan is returned.
@@ -319,7 +656,7 @@ TEST(ServerTest, OversizedRequestIsResourceExhaustedAndServingGoesOn) {
     EXPECT_EQ(response.status().code(), absl::StatusCode::kResourceExhausted)
         << response.status();
     const absl::StatusOr<v1::PlanMemoryResponse> small =
-        client.PlanMemory(SmallRequest(v1::STRATEGY_UNSPECIFIED));
+        client.PlanMemory(SmallRequest(v1::STRATEGY_INDUCTOR));
     EXPECT_TRUE(small.ok()) << small.status();
   }
 }
