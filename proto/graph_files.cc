@@ -156,11 +156,13 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCorpusJson(
 }
 
 absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv) {
-  enum Column { kId, kLower, kUpper, kSize, kColumns };
-  constexpr const char* kColumnNames[kColumns] = {"id", "lower", "upper",
-                                                  "size"};
-  int index[kColumns] = {-1, -1, -1, -1};  // column positions in a row
-  int needed_cells = 0;                     // 1 + the largest of `index`
+  // Required columns first, then the optional ones (MiniMalloc's names).
+  enum Column { kId, kLower, kUpper, kSize, kAlignment, kOffset, kColumns };
+  constexpr int kRequiredColumns = kAlignment;
+  constexpr const char* kColumnNames[kColumns] = {
+      "id", "lower", "upper", "size", "alignment", "offset"};
+  int index[kColumns] = {-1, -1, -1, -1, -1, -1};  // positions in a row
+  int needed_cells = 0;  // 1 + the largest of `index`
   bool have_header = false;
 
   v1::PlanMemoryRequest request;
@@ -181,7 +183,7 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv) {
             break;
           }
         }
-        if (index[column] < 0) {
+        if (index[column] < 0 && column < kRequiredColumns) {
           return absl::InvalidArgumentError(absl::StrCat(
               "line ", line_number, ": header has no column \"",
               kColumnNames[column], "\" (expected id,lower,upper,size)"));
@@ -201,12 +203,17 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv) {
       return absl::InvalidArgumentError(
           absl::StrCat("line ", line_number, ": id is empty"));
     }
-    int64_t numbers[kColumns] = {0, 0, 0, 0};
-    for (int column : {kLower, kUpper, kSize}) {
-      absl::StatusOr<int64_t> value = ParseCsvInteger(
-          cells[index[column]], kColumnNames[column], line_number);
+    int64_t numbers[kColumns] = {0, 0, 0, 0, 0, 0};
+    bool present[kColumns] = {true, true, true, true, false, false};
+    for (int column : {kLower, kUpper, kSize, kAlignment, kOffset}) {
+      if (index[column] < 0) continue;
+      const absl::string_view cell = cells[index[column]];
+      if (column >= kRequiredColumns && cell.empty()) continue;  // unset
+      absl::StatusOr<int64_t> value =
+          ParseCsvInteger(cell, kColumnNames[column], line_number);
       if (!value.ok()) return value.status();
       numbers[column] = *value;
+      present[column] = true;
     }
     if (numbers[kSize] < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -217,11 +224,24 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv) {
           "line ", line_number, ": lower (", numbers[kLower],
           ") > upper (", numbers[kUpper], ")"));
     }
+    const int64_t alignment = numbers[kAlignment];
+    if (present[kAlignment] &&
+        (alignment <= 0 || (alignment & (alignment - 1)) != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_number,
+                       ": alignment must be a power of two, got ", alignment));
+    }
+    if (present[kOffset] && numbers[kOffset] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", line_number, ": offset is negative: ", numbers[kOffset]));
+    }
     v1::Buffer* buffer = request.add_buffers();
     buffer->add_names(std::string(id));
     buffer->set_size_bytes(numbers[kSize]);
     buffer->mutable_live_range()->set_begin(numbers[kLower]);
     buffer->mutable_live_range()->set_end(numbers[kUpper]);
+    if (present[kAlignment]) buffer->set_alignment(alignment);
+    if (present[kOffset]) buffer->set_fixed_offset(numbers[kOffset]);
   }
   if (!have_header) {
     return absl::InvalidArgumentError(

@@ -6,9 +6,10 @@
 //     memplan.v1.CorpusFile (proto/memplan/v1/corpus_file.proto) and read
 //     with protobuf's JSON parser; unknown fields are ignored.
 //   - MiniMalloc CSV: a header naming the columns `id`, `lower`, `upper`,
-//     `size` (other columns are ignored), then one row per buffer: its name,
-//     its half-open live range [lower, upper) in timesteps and its size in
-//     bytes.
+//     `size` and optionally `alignment` and `offset`, in any order (other
+//     columns are ignored), then one row per buffer: its name, its half-open
+//     live range [lower, upper) in timesteps, its size in bytes, its
+//     alignment in bytes and the offset in bytes it is pinned at.
 #ifndef MEMPLAN_PROTO_GRAPH_FILES_H_
 #define MEMPLAN_PROTO_GRAPH_FILES_H_
 
@@ -64,11 +65,13 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCorpusJson(
 
 // Returns the request described by MiniMalloc CSV text `csv`: one buffer
 // per row, in row order, names = [id], size_bytes = size, live_range =
-// [lower, upper), device "" and is_output false; options unset. Blank lines
-// and a trailing '\r' on a line are ignored. Returns INVALID_ARGUMENT naming
-// the line (1-based) when the header lacks one of the four columns, a row
-// has too few columns, a number is not an integer, a size is negative, or
-// lower > upper.
+// [lower, upper), alignment = alignment and fixed_offset = offset where the
+// column is there and the cell is not empty (else unset), device "" and
+// is_output false; options unset. Blank lines and a trailing '\r' on a line
+// are ignored. Returns INVALID_ARGUMENT naming the line (1-based) and the
+// column when the header lacks one of the four required columns, a row has
+// too few columns, a number is not an integer, a size or offset is
+// negative, an alignment is not a power of two, or lower > upper.
 absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv);
 
 // Returns the contents of the file at `path`. Returns NOT_FOUND when it

@@ -96,6 +96,76 @@ TEST(RequestFromCsvTest, RejectsBadRowsNamingTheLine) {
                 {"line 2", "id"});
 }
 
+// MiniMalloc's optional columns: alignment and offset (a pin), by header
+// name in any order; an empty cell leaves the field unset.
+TEST(RequestFromCsvTest, ReadsAlignmentAndOffsetColumns) {
+  const absl::StatusOr<v1::PlanMemoryRequest> request = RequestFromCsv(
+      "offset,id,size,alignment,lower,upper\n"
+      "0,b1,4,1,0,3\n"
+      "16,b2,4,8,3,9\n"
+      ",b3,4,,0,9\n");
+  ASSERT_TRUE(request.ok()) << request.status();
+  ASSERT_EQ(request->buffers_size(), 3);
+  const v1::Buffer& b1 = request->buffers(0);
+  EXPECT_EQ(b1.names(0), "b1");
+  EXPECT_EQ(b1.alignment(), 1);
+  ASSERT_TRUE(b1.has_fixed_offset());  // pinned at 0, not unset
+  EXPECT_EQ(b1.fixed_offset(), 0);
+  const v1::Buffer& b2 = request->buffers(1);
+  EXPECT_EQ(b2.alignment(), 8);
+  EXPECT_EQ(b2.fixed_offset(), 16);
+  EXPECT_EQ(b2.live_range().begin(), 3);
+  EXPECT_EQ(b2.live_range().end(), 9);
+  const v1::Buffer& b3 = request->buffers(2);
+  EXPECT_EQ(b3.alignment(), 0);
+  EXPECT_FALSE(b3.has_fixed_offset());
+
+  // And the request converts to a problem with those pins and alignments,
+  // at MiniMalloc's alignment of 1 (at the default 64, offset 16 is not
+  // aligned).
+  v1::PlanMemoryRequest aligned = *request;
+  aligned.mutable_options()->set_alignment(1);
+  const absl::StatusOr<Problem> problem = RequestToProblem(aligned);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->buffers[1].alignment, 8);
+  EXPECT_EQ(problem->buffers[1].fixed_offset, 16);
+  EXPECT_EQ(problem->buffers[2].fixed_offset, -1);
+}
+
+TEST(RequestFromCsvTest, OptionalColumnsMayBeAbsent) {
+  const absl::StatusOr<v1::PlanMemoryRequest> request =
+      RequestFromCsv("id,lower,upper,size,alignment\na,0,1,8,64\n");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->buffers(0).alignment(), 64);
+  EXPECT_FALSE(request->buffers(0).has_fixed_offset());
+}
+
+TEST(RequestFromCsvTest, RejectsBadAlignmentAndOffsetNamingLineAndColumn) {
+  ExpectInvalid(
+      RequestFromCsv("id,lower,upper,size,alignment\na,0,1,8,x\n").status(),
+      {"line 2", "alignment", "\"x\""});
+  ExpectInvalid(
+      RequestFromCsv("id,lower,upper,size,alignment\na,0,1,8,1\nb,0,1,8,12\n")
+          .status(),
+      {"line 3", "alignment", "power of two", "12"});
+  ExpectInvalid(
+      RequestFromCsv("id,lower,upper,size,alignment\na,0,1,8,-4\n").status(),
+      {"line 2", "alignment", "-4"});
+  ExpectInvalid(
+      RequestFromCsv("id,lower,upper,size,alignment\na,0,1,8,0\n").status(),
+      {"line 2", "alignment", "0"});
+  ExpectInvalid(
+      RequestFromCsv("id,lower,upper,size,offset\na,0,1,8,2.5\n").status(),
+      {"line 2", "offset", "2.5"});
+  ExpectInvalid(
+      RequestFromCsv("id,lower,upper,size,offset\n\na,0,1,8,-16\n").status(),
+      {"line 3", "offset", "-16"});
+  // The offset column is the last one: a row without it is short.
+  ExpectInvalid(
+      RequestFromCsv("id,lower,upper,size,offset\na,0,1,8\n").status(),
+      {"line 2", "columns"});
+}
+
 TEST(RequestFromCsvTest, DuplicateIdsFailValidationNamingTheBuffer) {
   const absl::StatusOr<v1::PlanMemoryRequest> request =
       RequestFromCsv("id,lower,upper,size\na,0,1,1\na,1,2,1\n");
