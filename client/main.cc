@@ -1,13 +1,15 @@
 // memplan: the command-line client of memplan-server.
 //
 //   memplan plan [--server=HOST:PORT] [--strategy=NAME] [--pool_mode=NAME]
-//                [--alignment=BYTES] [--output=json|table]
+//                [--alignment=BYTES] [--capacity=BYTES]
+//                [--time_budget=DURATION] [--output=json|table]
 //                [--timeout=DURATION] FILE...
 //   memplan health [--server=HOST:PORT] [--service=NAME] [--timeout=DURATION]
 //
 // `plan` reads each FILE (a corpus JSON file, *.json, whose source.memory_pool
 // sets the pool mode unless --pool_mode is given; or a MiniMalloc CSV,
-// *.csv, header id,lower,upper,size), sends it to MemoryPlanner.PlanMemory
+// *.csv, header id,lower,upper,size and optionally alignment and offset, an
+// offset pinning the buffer), sends it to MemoryPlanner.PlanMemory
 // and prints the response: with --output=json (the default) one line per
 // file of protobuf's JSON mapping with proto field names and default values
 // printed; with --output=table a readable summary per file. `health` calls
@@ -19,6 +21,7 @@
 // missing"); 2 for a usage error.
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +45,8 @@
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "memplan-server address, HOST:PORT");
 ABSL_FLAG(std::string, strategy, "",
-          "planning strategy, e.g. inductor; empty: the server's default");
+          "inductor, best_fit, optimal or auto; empty: the server's default "
+          "(auto)");
 ABSL_FLAG(std::string, pool_mode, "",
           "none, intermediates, outputs or combined; empty: the file's "
           "source.memory_pool for corpus files, else the server's default "
@@ -50,6 +54,11 @@ ABSL_FLAG(std::string, pool_mode, "",
 ABSL_FLAG(int64_t, alignment, 0,
           "offset alignment in bytes, a power of two; 0: the server's "
           "default (64)");
+ABSL_FLAG(int64_t, capacity, 0,
+          "bytes the pools of each device may total; 0: no limit");
+ABSL_FLAG(std::optional<absl::Duration>, time_budget, std::nullopt,
+          "how long optimal and auto may search, e.g. 2s or 500ms; unset: "
+          "the server's default (100ms)");
 ABSL_FLAG(std::string, output, "json",
           "json: one line of protobuf JSON per file; table: a readable "
           "summary per file");
@@ -64,15 +73,20 @@ namespace {
 constexpr char kUsage[] =
     "the command-line client of memplan-server.\n"
     "\n"
-    "  memplan plan [--server=HOST:PORT] [--strategy=NAME] "
-    "[--pool_mode=NAME]\n"
-    "               [--alignment=BYTES] [--output=json|table] "
+    "  memplan plan [--server=HOST:PORT] "
+    "[--strategy=inductor|best_fit|optimal|auto]\n"
+    "               [--pool_mode=NAME] [--alignment=BYTES] "
+    "[--capacity=BYTES]\n"
+    "               [--time_budget=DURATION] [--output=json|table] "
     "[--timeout=DURATION] FILE...\n"
     "  memplan health [--server=HOST:PORT] [--service=NAME]\n"
     "\n"
     "FILE is a corpus JSON file (*.json) or a MiniMalloc CSV (*.csv, header\n"
-    "id,lower,upper,size). Exit status 0 on success, 1 when any file or call\n"
-    "failed (\"FILE: CODE: message\" on stderr), 2 for a usage error.";
+    "id,lower,upper,size, optionally alignment and offset: an offset pins\n"
+    "the buffer). --capacity applies to every device. Exit status 0 on\n"
+    "success, 1 when any file or call failed (\"FILE: CODE: message\" on\n"
+    "stderr, e.g. RESOURCE_EXHAUSTED when no plan fits --capacity), 2 for a\n"
+    "usage error.";
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
@@ -104,6 +118,8 @@ struct Overrides {
   v1::Strategy strategy = v1::STRATEGY_UNSPECIFIED;   // unspecified: keep
   v1::PoolMode pool_mode = v1::POOL_MODE_UNSPECIFIED;  // unspecified: keep
   int64_t alignment = 0;                               // bytes; 0: keep
+  int64_t capacity = 0;                                // bytes; 0: keep
+  std::optional<absl::Duration> time_budget;           // unset: keep
 };
 
 absl::StatusOr<Overrides> OverridesFromFlags() {
@@ -121,6 +137,20 @@ absl::StatusOr<Overrides> OverridesFromFlags() {
     overrides.pool_mode = static_cast<v1::PoolMode>(*value);
   }
   overrides.alignment = absl::GetFlag(FLAGS_alignment);
+  overrides.capacity = absl::GetFlag(FLAGS_capacity);
+  if (overrides.capacity < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--capacity=", overrides.capacity,
+                     " must be >= 0 (bytes; 0: no limit)"));
+  }
+  overrides.time_budget = absl::GetFlag(FLAGS_time_budget);
+  if (overrides.time_budget.has_value() &&
+      *overrides.time_budget < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--time_budget=",
+                     absl::FormatDuration(*overrides.time_budget),
+                     " must be >= 0"));
+  }
   return overrides;
 }
 
@@ -133,6 +163,15 @@ void Apply(const Overrides& overrides, v1::PlanMemoryRequest& request) {
     options.set_pool_mode(overrides.pool_mode);
   }
   if (overrides.alignment != 0) options.set_alignment(overrides.alignment);
+  if (overrides.capacity != 0) options.set_capacity_bytes(overrides.capacity);
+  if (overrides.time_budget.has_value()) {
+    // Whole seconds and the rest in nanoseconds, both >= 0.
+    const absl::Duration budget = *overrides.time_budget;
+    const int64_t seconds = absl::ToInt64Seconds(budget);
+    options.mutable_time_budget()->set_seconds(seconds);
+    options.mutable_time_budget()->set_nanos(static_cast<int32_t>(
+        absl::ToInt64Nanoseconds(budget - absl::Seconds(seconds))));
+  }
 }
 
 // Returns `response` as one line of protobuf's JSON mapping: proto field
@@ -173,10 +212,16 @@ std::string ToTable(const std::string& file, int buffer_count,
           : std::string("n/a");
   absl::StrAppendFormat(
       &table,
-      "  lower bound  %d bytes\n  total        %d bytes (%s x lower bound)\n"
-      "  peak         %d bytes\n",
-      stats.lower_bound_bytes(), stats.total_pool_bytes(), ratio,
-      stats.peak_bytes());
+      "  lower bound  %d bytes\n"
+      "  mode bound   %d bytes (lower bound in this pool mode)\n"
+      "  total        %d bytes (%s x lower bound)\n"
+      "  optimal      %s\n"
+      "  peak         %d bytes\n"
+      "  retained     %d bytes (pools holding outputs)\n",
+      stats.lower_bound_bytes(), stats.mode_lower_bound_bytes(),
+      stats.total_pool_bytes(), ratio,
+      stats.proven_optimal() ? "proven" : "not proven", stats.peak_bytes(),
+      stats.retained_bytes());
   return table;
 }
 

@@ -15,6 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -40,6 +41,7 @@ namespace reflection = ::grpc::reflection::v1alpha;
 constexpr char kServerBinary[] = MEMPLAN_SERVER_BINARY;
 constexpr char kCliBinary[] = MEMPLAN_CLI_BINARY;
 constexpr char kCorpusDir[] = MEMPLAN_CORPUS_DIR;
+constexpr char kMiniMallocExamplesDir[] = MEMPLAN_MINIMALLOC_EXAMPLES_DIR;
 
 // Returns a path in the test's temporary directory unique to this process.
 std::string TempPath(const std::string& name) {
@@ -202,8 +204,9 @@ TEST_F(EndToEndTest, PlansCorpusFilesAndCsvAsInductorDoes) {
   std::ofstream(csv) << "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\n"
                         "b4,9,21,4\nb5,0,21,4\n";
 
-  const RunResult run = Memplan({"plan", "--output=json", corpus_files[0],
-                                 corpus_files[1], csv});
+  const RunResult run =
+      Memplan({"plan", "--strategy=inductor", "--output=json",
+               corpus_files[0], corpus_files[1], csv});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::vector<std::string> lines =
       absl::StrSplit(run.out, '\n', absl::SkipEmpty());
@@ -237,12 +240,120 @@ TEST_F(EndToEndTest, PlansCorpusFilesAndCsvAsInductorDoes) {
 TEST_F(EndToEndTest, TableOutputSummarisesEachFile) {
   const std::string file =
       absl::StrCat(kCorpusDir, "/resnet18_infer.inference.combined.json");
-  const RunResult run = Memplan({"plan", "--output=table", file});
+  const RunResult run =
+      Memplan({"plan", "--strategy=inductor", "--output=table", file});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr(file));
   EXPECT_THAT(run.out, HasSubstr("pool0"));
   EXPECT_THAT(run.out, HasSubstr("lower bound"));
   EXPECT_THAT(run.out, HasSubstr("inductor"));
+  EXPECT_THAT(run.out, HasSubstr("mode bound"));
+  EXPECT_THAT(run.out, HasSubstr("retained"));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("optimal +not proven"));
+}
+
+// The default strategy, auto, named explicitly: a valid plan never larger
+// than Inductor's own (the file's expected plan), planner the winner.
+TEST_F(EndToEndTest, AutoPlansACorpusFile) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/gpt2_train.forward.outputs.json");
+  const RunResult run = Memplan({"plan", "--strategy=auto", "--output=json", file});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const absl::StatusOr<CorpusGraph> graph = ReadCorpusFile(file);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const v1::PlanMemoryResponse response = ParseResponse(run.out);
+  EXPECT_EQ(response.assignments_size(), graph->request.buffers_size());
+  const std::string& planner = response.stats().planner();
+  EXPECT_TRUE(planner == "inductor" || planner == "optimal" ||
+              absl::StartsWith(planner, "best_fit("))
+      << planner;
+  Bytes inductor_total = 0;
+  for (const Pool& pool : graph->expected_plan.pools) inductor_total += pool.size;
+  EXPECT_LE(response.stats().total_pool_bytes(), inductor_total);
+  EXPECT_GE(response.stats().total_pool_bytes(),
+            response.stats().mode_lower_bound_bytes());
+  EXPECT_GE(response.stats().mode_lower_bound_bytes(),
+            response.stats().lower_bound_bytes());
+  EXPECT_GT(response.stats().retained_bytes(), 0);  // the graph has outputs
+  // Every stat is printed, false and 0 included.
+  EXPECT_THAT(run.out, HasSubstr("\"proven_optimal\":"));
+  EXPECT_THAT(run.out, HasSubstr("\"mode_lower_bound_bytes\":"));
+  EXPECT_THAT(run.out, HasSubstr("\"retained_bytes\":"));
+}
+
+// MiniMalloc's example: live bytes peak at 12, and 12 bytes suffice in one
+// pool at alignment 1. One byte less does not.
+TEST_F(EndToEndTest, CapacityOnTheMiniMallocExample) {
+  const std::string csv = absl::StrCat(kMiniMallocExamplesDir, "/input.12.csv");
+  ASSERT_TRUE(std::ifstream(csv).good()) << csv << " is missing";
+  const RunResult fits =
+      Memplan({"plan", "--strategy=optimal", "--pool_mode=combined",
+               "--alignment=1", "--capacity=12", "--output=json", csv});
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  const v1::PlanMemoryResponse response = ParseResponse(fits.out);
+  EXPECT_EQ(response.stats().lower_bound_bytes(), 12);
+  EXPECT_EQ(response.stats().total_pool_bytes(), 12);
+  EXPECT_TRUE(response.stats().proven_optimal());
+  ASSERT_EQ(response.pools_size(), 1);
+  EXPECT_EQ(response.pools(0).size_bytes(), 12);
+
+  const RunResult over =
+      Memplan({"plan", "--strategy=optimal", "--pool_mode=combined",
+               "--alignment=1", "--capacity=11", csv});
+  EXPECT_EQ(over.exit_code, 1);
+  EXPECT_THAT(over.err, HasSubstr(csv));
+  EXPECT_THAT(over.err, HasSubstr("RESOURCE_EXHAUSTED"));
+  EXPECT_THAT(over.err, HasSubstr("bytes more than options.capacity_bytes (11)"));
+  EXPECT_EQ(over.out, "");
+}
+
+// A CSV's offset column pins buffers; its alignment column aligns them.
+TEST_F(EndToEndTest, CsvPinsAndAlignsBuffers) {
+  const std::string csv = TempPath("pinned.csv");
+  std::ofstream(csv) << "id,lower,upper,size,alignment,offset\n"
+                        "b1,0,3,4,1,8\nb2,3,9,4,,\nb3,0,9,4,16,\n"
+                        "b4,9,21,4,1,0\nb5,0,21,4,,\n";
+  for (const char* strategy : {"best_fit", "optimal", "auto"}) {
+    SCOPED_TRACE(strategy);
+    const RunResult run =
+        Memplan({"plan", absl::StrCat("--strategy=", strategy),
+                 "--pool_mode=combined", "--alignment=1", csv});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const v1::PlanMemoryResponse response = ParseResponse(run.out);
+    ASSERT_EQ(response.assignments_size(), 5);
+    EXPECT_EQ(response.assignments(0).offset(), 8);
+    EXPECT_EQ(response.assignments(2).offset() % 16, 0);
+    EXPECT_EQ(response.assignments(3).offset(), 0);
+  }
+  // Inductor cannot pin: the error names the buffer and the field.
+  const RunResult inductor = Memplan({"plan", "--strategy=inductor", csv});
+  EXPECT_EQ(inductor.exit_code, 1);
+  EXPECT_THAT(inductor.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(inductor.err, HasSubstr("buffers[0] (\"b1\"): fixed_offset"));
+}
+
+TEST_F(EndToEndTest, TimeBudgetAndStrategyFlags) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
+  for (const char* strategy : {"inductor", "best_fit", "optimal", "auto"}) {
+    SCOPED_TRACE(strategy);
+    const RunResult run =
+        Memplan({"plan", absl::StrCat("--strategy=", strategy),
+                 "--time_budget=50ms", file});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(ParseResponse(run.out).assignments_size(), 21);
+  }
+  // Usage errors: exit 2 before any call.
+  EXPECT_EQ(Memplan({"plan", "--time_budget=-1s", file}).exit_code, 2);
+  EXPECT_EQ(Memplan({"plan", "--capacity=-5", file}).exit_code, 2);
+  // A value that is no duration: Abseil's flag parser exits (with 1).
+  const RunResult not_a_duration = Memplan({"plan", "--time_budget=soon", file});
+  EXPECT_NE(not_a_duration.exit_code, 0);
+  EXPECT_THAT(not_a_duration.err, HasSubstr("time_budget"));
+  // The server's limit: an hour at most.
+  const RunResult long_budget = Memplan({"plan", "--time_budget=2h", file});
+  EXPECT_EQ(long_budget.exit_code, 1);
+  EXPECT_THAT(long_budget.err, HasSubstr("options.time_budget"));
 }
 
 TEST_F(EndToEndTest, PoolModeFlagOverridesTheFile) {
@@ -269,10 +380,15 @@ TEST_F(EndToEndTest, BadFileFailsWithTheCodeOnStderr) {
 }
 
 TEST_F(EndToEndTest, UsageErrorsExitNonZero) {
-  EXPECT_NE(Memplan({"plan", "--strategy=nonsense", "x.csv"}).exit_code, 0);
+  const RunResult strategy = Memplan({"plan", "--strategy=nonsense", "x.csv"});
+  EXPECT_EQ(strategy.exit_code, 2);
+  // The message lists every strategy the wire names.
+  EXPECT_THAT(strategy.err, HasSubstr("inductor, best_fit, optimal, auto"));
   EXPECT_NE(Memplan({"frobnicate"}).exit_code, 0);
   const RunResult help = RunToExit({kCliBinary, "--help"});
   EXPECT_THAT(help.out + help.err, HasSubstr("memplan plan"));
+  EXPECT_THAT(help.out + help.err, HasSubstr("--capacity"));
+  EXPECT_THAT(help.out + help.err, HasSubstr("--time_budget"));
 }
 
 TEST_F(EndToEndTest, HealthIsServing) {
