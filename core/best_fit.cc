@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <iterator>
 #include <limits>
+#include <queue>
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 
@@ -47,6 +51,14 @@ void AddToUnion(ByteUnion& byte_union, Bytes lo, Bytes hi) {
   byte_union.erase(first + 1, last);
 }
 
+// The end of the gap above every item.
+constexpr Bytes kUnbounded = std::numeric_limits<Bytes>::max();
+
+// Returns `bytes` rounded up to a multiple of `alignment`, a power of two.
+inline Bytes AlignUpPow2(Bytes bytes, Bytes alignment) {
+  return (bytes + alignment - 1) & ~(alignment - 1);
+}
+
 // Maps a signed key to an unsigned one of the same order.
 uint64_t Ordered(int64_t key) {
   return static_cast<uint64_t>(key) ^ (uint64_t{1} << 63);
@@ -68,17 +80,27 @@ struct OrderKey {
   }
 };
 
+// One item to place, with what placing it reads, so that the loop over
+// items in order reads memory in sequence.
+struct Job {
+  uint32_t item;        // index into PlacementProblem::items
+  uint32_t first_leaf;  // first leaf its live range covers
+  uint32_t end_leaf;    // one past its last leaf
+  Bytes size;           // bytes
+  Bytes alignment;      // bytes, a power of two
+};
+
 // Best-fit placement over a segment tree on (compressed) time.
 //
 // Time is cut into elementary intervals (leaves) at every begin and end.
 // An item covering leaves [l, r) is stored at the O(log n) canonical nodes
 // whose spans partition [l, r), as in any segment tree:
 //
-//   level 2        [------------ node 1 ------------]
-//   level 1        [---- node 2 ----][---- node 3 ----]
-//   level 0        [ 4  ][ 5  ][ 6  ][ 7  ]
-//   item [1,4)           [ 5  ][---- node 3 ----]       (canonical: 5, 3;
-//                                                         ancestors: 2, 1)
+//   level 2     [----------------- 1 -----------------]
+//   level 1     [------- 2 --------][------- 3 --------]
+//   level 0     [   4    ][   5    ][   6    ][   7    ]
+//   item [1,4)            [   5    ][------- 3 --------]  canonical: 5, 3
+//                                                         ancestors: 2, 1
 //
 // Each node keeps two unions of byte intervals:
 //   own: items stored at the node (each covers the node's whole span), and
@@ -90,8 +112,7 @@ struct OrderKey {
 // and sub of its canonical nodes and to sub of their strict ancestors.
 //
 // Only levels that hold a canonical node of some item are ever read, so
-// the other levels are skipped. Nodes are prefetched before use: at a
-// million items most of them are cache misses.
+// the other levels are skipped.
 class BestFitEngine {
  public:
   explicit BestFitEngine(const PlacementProblem& problem) : problem_(problem) {
@@ -141,6 +162,7 @@ class BestFitEngine {
     for (Node& node : nodes_) {
       node.own.clear();
       node.sub.clear();
+      node.sub_sorted = 0;
     }
 
     const std::vector<PlacementItem>& items = problem_.items;
@@ -150,21 +172,27 @@ class BestFitEngine {
       if (!items[i].pinned()) continue;
       placement.offsets[i] = items[i].fixed_offset;
       if (Spatial(items[i])) {
-        Decompose(i);
-        Insert(i, items[i].fixed_offset);
+        const Job job = MakeJob(i);
+        Decompose(job);
+        Insert(job, items[i].fixed_offset);
       }
     }
-    const std::vector<OrderKey> keys = Order(order);
-    for (size_t k = 0; k < keys.size(); ++k) {
+    std::vector<Job> jobs;
+    {
+      const std::vector<OrderKey> keys = Order(order);
+      jobs.reserve(keys.size());
+      for (const OrderKey& key : keys) jobs.push_back(MakeJob(key.item));
+    }
+    for (size_t k = 0; k < jobs.size(); ++k) {
       if (k % kCheckInterval == kCheckInterval - 1) {
         status = context.Check();
         if (!status.ok()) return status;
       }
-      const size_t i = keys[k].item;
-      Decompose(i);
-      const Bytes offset = BestOffset(i);
-      placement.offsets[i] = offset;
-      Insert(i, offset);
+      const Job& job = jobs[k];
+      Decompose(job);
+      const Bytes offset = BestOffset(job);
+      placement.offsets[job.item] = offset;
+      Insert(job, offset);
     }
     placement.height = PlacementHeight(problem_, placement.offsets);
     return placement;
@@ -173,12 +201,54 @@ class BestFitEngine {
  private:
   struct Node {
     ByteUnion own;  // items stored here: each covers the node's span
-    ByteUnion sub;  // items stored here or below; kept where level_read_
+    // Items stored here or below; kept where level_read_. Its first
+    // sub_sorted intervals form a union (sorted, coalesced); those after
+    // are appended as they come and merged in batches.
+    ByteUnion sub;
+    uint32_t sub_sorted = 0;
   };
+
+  // Adds [lo, hi) to node.sub: appended, and merged into the sorted part
+  // once the appended part is a third of the whole.
+  void AppendToSub(Node& node, Bytes lo, Bytes hi) {
+    node.sub.push_back(ByteInterval{lo, hi});
+    const size_t appended = node.sub.size() - node.sub_sorted;
+    if (appended >= 8 && appended * 2 >= node.sub_sorted) MergeSub(node);
+  }
+
+  // Merges the appended part of node.sub into its sorted part.
+  void MergeSub(Node& node) {
+    ByteUnion& sub = node.sub;
+    const auto by_lo = [](const ByteInterval& x, const ByteInterval& y) {
+      return x.lo < y.lo;
+    };
+    std::sort(sub.begin() + node.sub_sorted, sub.end(), by_lo);
+    merged_.clear();
+    auto a = sub.begin();
+    const auto a_end = sub.begin() + node.sub_sorted;
+    auto b = a_end;
+    while (a != a_end || b != sub.end()) {
+      const ByteInterval next =
+          (b == sub.end() || (a != a_end && a->lo <= b->lo)) ? *a++ : *b++;
+      if (!merged_.empty() && next.lo <= merged_.back().hi) {
+        merged_.back().hi = std::max(merged_.back().hi, next.hi);
+      } else {
+        merged_.push_back(next);
+      }
+    }
+    sub.assign(merged_.begin(), merged_.end());
+    node.sub_sorted = static_cast<uint32_t>(sub.size());
+  }
 
   // Returns whether the item occupies bytes at some time, i.e. can conflict.
   static bool Spatial(const PlacementItem& item) {
     return item.size > 0 && item.live_range.begin < item.live_range.end;
+  }
+
+  Job MakeJob(size_t i) const {
+    const PlacementItem& item = problem_.items[i];
+    return Job{static_cast<uint32_t>(i), first_leaf_[i], end_leaf_[i],
+               item.size, item.alignment};
   }
 
   // Returns the unpinned spatial items in `order`.
@@ -229,17 +299,17 @@ class BestFitEngine {
     return keys;
   }
 
-  // Sets canonical_ to item i's canonical nodes and ancestors_ to their
-  // strict ancestors on levels that are read, and prefetches them all.
+  // Sets canonical_ to the job's canonical nodes and ancestors_ to their
+  // strict ancestors on levels that are read.
   //
   // Bottom-up, a canonical node taken on the left at some level has as its
   // ancestor, at every level above, the node just left of the remaining
   // range (l - 1); one taken on the right, the node just right of it (r).
-  void Decompose(size_t i) {
+  void Decompose(const Job& job) {
     canonical_.clear();
     ancestors_.clear();
-    size_t l = first_leaf_[i] + leaves_;
-    size_t r = end_leaf_[i] + leaves_;
+    size_t l = job.first_leaf + leaves_;
+    size_t r = job.end_leaf + leaves_;
     bool left = false;   // a canonical node was taken on the left
     bool right = false;  // ... on the right
     int level = 0;
@@ -268,60 +338,88 @@ class BestFitEngine {
       left_ancestor >>= 1;
       right_ancestor >>= 1;
     }
-    for (const size_t v : canonical_) __builtin_prefetch(&nodes_[v]);
-    for (const size_t v : ancestors_) __builtin_prefetch(&nodes_[v]);
   }
 
-  // Records item i at `offset` in the nodes Decompose(i) found.
-  void Insert(size_t i, Bytes offset) {
+  // Records the job at `offset` in the nodes Decompose(job) found.
+  void Insert(const Job& job, Bytes offset) {
     const Bytes lo = offset;
-    const Bytes hi = offset + problem_.items[i].size;
+    const Bytes hi = offset + job.size;
     for (const size_t v : canonical_) {
       AddToUnion(nodes_[v].own, lo, hi);
-      AddToUnion(nodes_[v].sub, lo, hi);
+      AppendToSub(nodes_[v], lo, hi);
     }
-    for (const size_t v : ancestors_) AddToUnion(nodes_[v].sub, lo, hi);
+    for (const size_t v : ancestors_) AppendToSub(nodes_[v], lo, hi);
   }
 
-  // Returns the best-fit offset for item i among the items placed so far,
-  // from the nodes Decompose(i) found.
-  Bytes BestOffset(size_t i) {
-    const PlacementItem& item = problem_.items[i];
-    occupied_.clear();
-    for (const size_t v : canonical_) {
-      const ByteUnion& sub = nodes_[v].sub;
-      occupied_.insert(occupied_.end(), sub.begin(), sub.end());
+  // Returns the best-fit offset for the job among the items placed so far,
+  // from the nodes Decompose(job) found.
+  //
+  // Starts from all bytes free and subtracts the unions of the canonical
+  // nodes' sub and the ancestors' own, one union at a time, dropping every
+  // gap that can no longer hold the item (gaps only shrink). What is left
+  // are the maximal gaps free during the item's live range that fit it,
+  // and the unbounded gap above everything.
+  Bytes BestOffset(const Job& job) {
+    free_[0] = ByteInterval{0, kUnbounded};
+    free_size_ = 1;
+    for (auto v = canonical_.rbegin(); v != canonical_.rend(); ++v) {
+      Node& node = nodes_[*v];
+      if (node.sub.size() != node.sub_sorted) MergeSub(node);
+      Subtract(node.sub.data(), node.sub.size(), job);
     }
     for (const size_t v : ancestors_) {
-      const ByteUnion& own = nodes_[v].own;
-      occupied_.insert(occupied_.end(), own.begin(), own.end());
+      Subtract(nodes_[v].own.data(), nodes_[v].own.size(), job);
     }
-    std::sort(occupied_.begin(), occupied_.end(),
-              [](const ByteInterval& x, const ByteInterval& y) {
-                return x.lo < y.lo;
-              });
 
-    const Bytes size = item.size;
-    const Bytes alignment = item.alignment;
     Bytes best_offset = -1;
     Bytes best_waste = std::numeric_limits<Bytes>::max();
-    Bytes reach = 0;  // everything in [0, reach) is occupied or considered
-    for (const ByteInterval& interval : occupied_) {
-      if (interval.lo > reach) {
-        const Bytes offset = AlignUp(reach, alignment);
-        if (offset <= interval.lo - size) {
-          const Bytes waste = interval.lo - reach - size;
-          if (waste < best_waste) {
-            best_waste = waste;
-            best_offset = offset;
-            if (waste == 0) return best_offset;
-          }
-        }
+    // The last gap is the unbounded one.
+    for (size_t g = 0; g + 1 < free_size_; ++g) {
+      const Bytes waste = free_[g].hi - free_[g].lo - job.size;
+      if (waste < best_waste) {
+        best_waste = waste;
+        best_offset = AlignUpPow2(free_[g].lo, job.alignment);
       }
-      reach = std::max(reach, interval.hi);
     }
     if (best_offset >= 0) return best_offset;
-    return AlignUp(reach, alignment);
+    return AlignUpPow2(free_[free_size_ - 1].lo, job.alignment);
+  }
+
+  // Removes the `count` intervals at `intervals` (sorted, coalesced) from
+  // the free gaps, and then the gaps that cannot hold the job.
+  void Subtract(const ByteInterval* intervals, size_t count, const Job& job) {
+    if (count == 0) return;
+    if (next_free_.size() < free_size_ + count) {
+      next_free_.resize(2 * (free_size_ + count));
+    }
+    ByteInterval* out = next_free_.data();
+    const auto keep = [&](Bytes lo, Bytes hi) {
+      if (hi == kUnbounded || AlignUpPow2(lo, job.alignment) + job.size <= hi) {
+        *out++ = ByteInterval{lo, hi};
+      }
+    };
+    const ByteInterval* it = intervals;
+    const ByteInterval* const end = intervals + count;
+    for (size_t g = 0; g < free_size_; ++g) {
+      const ByteInterval gap = free_[g];
+      // The first interval that ends after the gap begins.
+      while (it != end && it->hi <= gap.lo) ++it;
+      if (it == end || it->lo >= gap.hi) {  // untouched
+        *out++ = gap;
+        continue;
+      }
+      Bytes lo = gap.lo;
+      while (it != end && it->lo < gap.hi) {
+        if (it->lo > lo) keep(lo, it->lo);
+        lo = it->hi;
+        // An interval reaching past the gap may cut the next gap too.
+        if (it->hi >= gap.hi) break;
+        ++it;
+      }
+      if (lo < gap.hi) keep(lo, gap.hi);
+    }
+    free_size_ = static_cast<size_t>(out - next_free_.data());
+    free_.swap(next_free_);
   }
 
   const PlacementProblem& problem_;
@@ -333,8 +431,138 @@ class BestFitEngine {
   std::vector<Node> nodes_;           // heap order: root 1, leaves from leaves_
   std::vector<size_t> canonical_;     // scratch of Decompose
   std::vector<size_t> ancestors_;     // scratch of Decompose
-  std::vector<ByteInterval> occupied_;  // scratch of BestOffset
+  // Scratch of BestOffset and Subtract: the free gaps are free_[0, free_size_).
+  std::vector<ByteInterval> free_ = std::vector<ByteInterval>(1);
+  size_t free_size_ = 0;
+  std::vector<ByteInterval> next_free_;
+  std::vector<ByteInterval> merged_;    // scratch of MergeSub
 };
+
+// Best-fit in program order as a sweep over time, for problems without
+// pinned items: taking items by (begin, index), the placed items that
+// overlap the next one are exactly those still live at its begin, so it
+// keeps the live items ordered by offset and the gaps between them ordered
+// by (length, offset). Each item then costs O(log n). Places exactly as
+// BestFitEngine::Place(kProgramOrder) does.
+//
+//   offset ^
+//          |  +------+                 at t = 4, a has ended: its bytes
+//          |  |  b   |  +------+       merge with the gap below it; the
+//          |  +------+  |  d   |       new item d takes the tightest gap
+//          |  +---+     +------+       among those live at 4.
+//          |  | a |  +-----+
+//          |  +---+  |  c  |
+//          +--+---+--+-----+------> timestep
+//             0   2  3     4
+class ProgramOrderSweep {
+ public:
+  explicit ProgramOrderSweep(const PlacementProblem& problem)
+      : problem_(problem) {}
+
+  absl::StatusOr<Placement> Place(const PlanContext& context) {
+    absl::Status status = context.Check();
+    if (!status.ok()) return status;
+    const std::vector<PlacementItem>& items = problem_.items;
+    Placement placement;
+    placement.offsets.assign(items.size(), 0);
+    std::vector<std::pair<Timestep, uint32_t>> order;  // (begin, item)
+    order.reserve(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      const PlacementItem& item = items[i];
+      if (item.size > 0 && item.live_range.begin < item.live_range.end) {
+        order.emplace_back(item.live_range.begin, static_cast<uint32_t>(i));
+      }
+    }
+    std::sort(order.begin(), order.end());
+    // Live items by end, soonest first: (end, offset).
+    std::priority_queue<std::pair<Timestep, Bytes>,
+                        std::vector<std::pair<Timestep, Bytes>>,
+                        std::greater<std::pair<Timestep, Bytes>>>
+        ends;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k % kCheckInterval == kCheckInterval - 1) {
+        status = context.Check();
+        if (!status.ok()) return status;
+      }
+      const auto [begin, i] = order[k];
+      while (!ends.empty() && ends.top().first <= begin) {
+        Remove(ends.top().second);
+        ends.pop();
+      }
+      const PlacementItem& item = items[i];
+      const Bytes offset = BestOffset(item.size, item.alignment);
+      Add(offset, offset + item.size);
+      ends.emplace(item.live_range.end, offset);
+      placement.offsets[i] = offset;
+    }
+    placement.height = PlacementHeight(problem_, placement.offsets);
+    return placement;
+  }
+
+ private:
+  // Returns the top of the live items: the end of the highest one, or 0.
+  Bytes Top() const { return live_.empty() ? 0 : std::prev(live_.end())->hi; }
+
+  Bytes BestOffset(Bytes size, Bytes alignment) const {
+    // In (length, offset) order the first gap that fits wastes least, and
+    // is the lowest of those that waste as little.
+    for (auto it = gaps_.lower_bound({size, 0}); it != gaps_.end(); ++it) {
+      const auto [length, lo] = *it;
+      const Bytes offset = AlignUpPow2(lo, alignment);
+      if (offset + size <= lo + length) return offset;
+    }
+    return AlignUpPow2(Top(), alignment);
+  }
+
+  // Records the live item [lo, hi), which lies in a free gap or at or
+  // above the top.
+  void Add(Bytes lo, Bytes hi) {
+    const auto next = live_.lower_bound(ByteInterval{lo, 0});
+    const Bytes below = next == live_.begin() ? 0 : std::prev(next)->hi;
+    if (next != live_.end()) {
+      gaps_.erase({next->lo - below, below});
+      AddGap(hi, next->lo);
+    }
+    AddGap(below, lo);
+    live_.insert(next, ByteInterval{lo, hi});
+  }
+
+  // Forgets the live item at offset lo, merging the gaps on its sides.
+  void Remove(Bytes lo) {
+    const auto it = live_.find(ByteInterval{lo, 0});
+    const Bytes below = it == live_.begin() ? 0 : std::prev(it)->hi;
+    const auto next = std::next(it);
+    gaps_.erase({lo - below, below});
+    if (next != live_.end()) {
+      gaps_.erase({next->lo - it->hi, it->hi});
+      AddGap(below, next->lo);
+    }
+    live_.erase(it);
+  }
+
+  void AddGap(Bytes lo, Bytes hi) {
+    if (hi > lo) gaps_.insert({hi - lo, lo});
+  }
+
+  struct ByLo {
+    bool operator()(const ByteInterval& a, const ByteInterval& b) const {
+      return a.lo < b.lo;
+    }
+  };
+
+  const PlacementProblem& problem_;
+  absl::btree_set<ByteInterval, ByLo> live_;  // disjoint, by offset
+  absl::btree_set<std::pair<Bytes, Bytes>> gaps_;  // bounded: (length, lo)
+};
+
+// Returns whether some item is pinned (the sweep cannot place around
+// pinned items that begin later).
+bool AnyPinned(const PlacementProblem& problem) {
+  for (const PlacementItem& item : problem.items) {
+    if (item.pinned()) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -359,6 +587,9 @@ const char* BestFitOrderName(BestFitOrder order) {
 absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
                                        BestFitOrder order,
                                        const PlanContext& context) {
+  if (order == BestFitOrder::kProgramOrder && !AnyPinned(problem)) {
+    return ProgramOrderSweep(problem).Place(context);
+  }
   BestFitEngine engine(problem);
   return engine.Place(order, context);
 }
@@ -370,7 +601,10 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
   absl::StatusOr<Placement> best;
   BestFitOrder best_order = kAllBestFitOrders[0];
   for (const BestFitOrder order : kAllBestFitOrders) {
-    absl::StatusOr<Placement> placement = engine.Place(order, context);
+    absl::StatusOr<Placement> placement =
+        order == BestFitOrder::kProgramOrder && !AnyPinned(problem)
+            ? ProgramOrderSweep(problem).Place(context)
+            : engine.Place(order, context);
     if (!placement.ok()) return placement.status();
     if (!best.ok() || placement->height < best->height) {
       best = std::move(placement);
