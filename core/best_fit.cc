@@ -254,6 +254,13 @@ class BestFitEngine {
   // Returns the unpinned spatial items in `order`.
   std::vector<OrderKey> Order(BestFitOrder order) const {
     const std::vector<PlacementItem>& items = problem_.items;
+    std::vector<uint64_t> contention;
+    uint64_t peak = 0;
+    if (order == BestFitOrder::kContentionDescending ||
+        order == BestFitOrder::kContentionBandDescending) {
+      contention = Contention();
+      for (const uint64_t c : contention) peak = std::max(peak, c);
+    }
     std::vector<OrderKey> keys;
     keys.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
@@ -283,20 +290,61 @@ class BestFitEngine {
         case BestFitOrder::kProgramOrder:
           key.a = begin;
           break;
-        case BestFitOrder::kSizeDescendingLongestFirst:
-          key.a = size;
+        case BestFitOrder::kContentionDescending:
+          key.a = ~contention[i];
           key.b = length;
-          key.c = begin;
+          key.c = size;
           break;
-        case BestFitOrder::kLengthDescendingLargestFirst:
-          key.a = length;
-          key.b = size;
+        case BestFitOrder::kContentionBandDescending: {
+          // In [0, 64): contention * 64 / (peak + 1), in 128 bits.
+          const uint64_t band = static_cast<uint64_t>(
+              static_cast<unsigned __int128>(contention[i]) * 64 /
+              (static_cast<unsigned __int128>(peak) + 1));
+          key.a = ~band;
+          key.b = length;
+          key.c = size;
           break;
+        }
       }
       keys.push_back(key);
     }
     std::sort(keys.begin(), keys.end());
     return keys;
+  }
+
+  // Returns each item's contention (core/best_fit.h) in bytes; 0 for items
+  // that are not spatial. A sweep gives the load of every leaf, and a
+  // range-maximum tree over the leaves the maximum over each live range.
+  std::vector<uint64_t> Contention() const {
+    const std::vector<PlacementItem>& items = problem_.items;
+    std::vector<Bytes> delta(leaves_ + 1, 0);
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!Spatial(items[i])) continue;
+      delta[first_leaf_[i]] += items[i].size;
+      delta[end_leaf_[i]] -= items[i].size;
+    }
+    std::vector<Bytes> max_load(2 * leaves_, 0);
+    Bytes load = 0;
+    for (size_t leaf = 0; leaf < leaves_; ++leaf) {
+      load += delta[leaf];
+      max_load[leaves_ + leaf] = load;
+    }
+    for (size_t v = leaves_ - 1; v >= 1; --v) {
+      max_load[v] = std::max(max_load[2 * v], max_load[2 * v + 1]);
+    }
+    std::vector<uint64_t> contention(items.size(), 0);
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!Spatial(items[i])) continue;
+      Bytes most = 0;
+      size_t l = first_leaf_[i] + leaves_;
+      size_t r = end_leaf_[i] + leaves_;
+      for (; l < r; l >>= 1, r >>= 1) {
+        if ((l & 1) != 0) most = std::max(most, max_load[l++]);
+        if ((r & 1) != 0) most = std::max(most, max_load[--r]);
+      }
+      contention[i] = static_cast<uint64_t>(most);
+    }
+    return contention;
   }
 
   // Sets canonical_ to the job's canonical nodes and ancestors_ to their
@@ -576,10 +624,10 @@ const char* BestFitOrderName(BestFitOrder order) {
       return "area";
     case BestFitOrder::kProgramOrder:
       return "program";
-    case BestFitOrder::kSizeDescendingLongestFirst:
-      return "size_longest";
-    case BestFitOrder::kLengthDescendingLargestFirst:
-      return "length_largest";
+    case BestFitOrder::kContentionDescending:
+      return "contention";
+    case BestFitOrder::kContentionBandDescending:
+      return "contention_band";
   }
   return "unknown";
 }

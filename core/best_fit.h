@@ -29,6 +29,11 @@ namespace memplan {
 // The order in which BestFitPlace takes the unpinned items. Every order
 // breaks its remaining ties by item index, so the order (and the placement)
 // is the same on every run and machine.
+//
+// The contention of an item is the largest total size of the items live at
+// one timestep of its live range (the lower bound of its live range):
+// items where memory is tightest are placed first, while the gaps there
+// are still large, as TelaMalloc and idealloc favour contended buffers.
 enum class BestFitOrder {
   // Largest size first (XLA's and MiniMalloc's usual greedy order).
   kSizeDescending,
@@ -38,25 +43,23 @@ enum class BestFitOrder {
   kAreaDescending,
   // Earliest begin first, as an online allocator would see them.
   kProgramOrder,
-  // Largest size first; among equal sizes the longest live range first,
-  // then the earliest begin.
-  kSizeDescendingLongestFirst,
-  // Longest live range first; among equal lengths the largest size first.
-  kLengthDescendingLargestFirst,
+  // Highest contention first; then the longest live range, the largest size.
+  kContentionDescending,
+  // As kContentionDescending with contention counted in bands of 1/64 of
+  // the problem's peak, so that within a band the longest live ranges go
+  // first (then the largest size).
+  kContentionBandDescending,
 };
 
 // Every BestFitOrder, in the enum's order (BestFitPortfolio's tie order).
 inline constexpr BestFitOrder kAllBestFitOrders[] = {
-    BestFitOrder::kSizeDescending,
-    BestFitOrder::kLengthDescending,
-    BestFitOrder::kAreaDescending,
-    BestFitOrder::kProgramOrder,
-    BestFitOrder::kSizeDescendingLongestFirst,
-    BestFitOrder::kLengthDescendingLargestFirst,
+    BestFitOrder::kSizeDescending,        BestFitOrder::kLengthDescending,
+    BestFitOrder::kAreaDescending,        BestFitOrder::kProgramOrder,
+    BestFitOrder::kContentionDescending,  BestFitOrder::kContentionBandDescending,
 };
 
-// Returns "size", "length", "area", "program", "size_longest" or
-// "length_largest".
+// Returns "size", "length", "area", "program", "contention" or
+// "contention_band".
 const char* BestFitOrderName(BestFitOrder order);
 
 // Places every item of `problem`: pinned items at their fixed offsets; items

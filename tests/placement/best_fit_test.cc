@@ -169,6 +169,8 @@ TEST(BestFitPlaceTest, IgnoresCapacity) {
 }
 
 // a [5,6)+10 and b [0,10)+5 under each order: whoever goes first takes 0.
+// Both have contention 15 (at timestep 5), so the contention orders take
+// the longer b first.
 TEST(BestFitPlaceTest, OrdersDecideWhoGoesFirst) {
   PlacementProblem problem;
   problem.items = {Item(5, 6, 10), Item(0, 10, 5)};
@@ -180,27 +182,50 @@ TEST(BestFitPlaceTest, OrdersDecideWhoGoesFirst) {
               ElementsAre(5, 0));  // areas 10 and 50
   EXPECT_THAT(PlaceOrDie(problem, BestFitOrder::kProgramOrder).offsets,
               ElementsAre(5, 0));
+  EXPECT_THAT(PlaceOrDie(problem, BestFitOrder::kContentionDescending).offsets,
+              ElementsAre(5, 0));
   EXPECT_THAT(
-      PlaceOrDie(problem, BestFitOrder::kSizeDescendingLongestFirst).offsets,
-      ElementsAre(0, 10));
-  EXPECT_THAT(
-      PlaceOrDie(problem, BestFitOrder::kLengthDescendingLargestFirst).offsets,
+      PlaceOrDie(problem, BestFitOrder::kContentionBandDescending).offsets,
       ElementsAre(5, 0));
 }
 
-// Equal keys keep the items' order; the secondary keys decide where the
-// primary ones tie.
-TEST(BestFitPlaceTest, TiesFollowSecondaryKeysThenIndex) {
+//   by contention (height 900)          by contention band (height 1737)
+//
+//   900 |  +---------+----+            1737 |              +----+
+//       |  |    a    | c  |                 |              | c  |
+//    61 |  +----+----+----+             898 |         +----+----+
+//       |       |    b    |                 |         |    b    |
+//     0 +--+----+----+----+->           837 |  +------+--+------+
+//          0    1    2    3                 |  |    a    |
+//                                         0 +--+----+----+----+->
+//                                              0    1    2    3
+//
+// Contentions: a [0,2)+837 898 (at 1), b [1,3)+61 and c [2,3)+839 900 (at
+// 2). By contention b goes first (longer than c), then c, then a, and the
+// height meets the bound. Within one band (1/64 of the peak) all three tie
+// and go longest first, a before b by size, which leaves c no room below.
+TEST(BestFitPlaceTest, ContentionOrders) {
   PlacementProblem problem;
-  // Equal sizes; b is longer than a; c has a's length and a later begin.
+  problem.items = {Item(0, 2, 837), Item(1, 3, 61), Item(2, 3, 839)};
+  const Placement by_contention =
+      PlaceOrDie(problem, BestFitOrder::kContentionDescending);
+  EXPECT_THAT(by_contention.offsets, ElementsAre(61, 0, 61));
+  EXPECT_EQ(by_contention.height, PlacementLowerBound(problem));
+  const Placement by_band =
+      PlaceOrDie(problem, BestFitOrder::kContentionBandDescending);
+  EXPECT_THAT(by_band.offsets, ElementsAre(0, 837, 898));
+  EXPECT_EQ(by_band.height, 1737);
+}
+
+// Equal keys keep the items' order.
+TEST(BestFitPlaceTest, TiesGoByIndex) {
+  PlacementProblem problem;
   problem.items = {Item(0, 2, 10), Item(0, 4, 10), Item(1, 3, 10)};
-  // size: a, b, c by index.
   EXPECT_THAT(PlaceOrDie(problem, BestFitOrder::kSizeDescending).offsets,
               ElementsAre(0, 10, 20));
-  // size_longest: b, then a (earlier begin than c), then c.
-  EXPECT_THAT(
-      PlaceOrDie(problem, BestFitOrder::kSizeDescendingLongestFirst).offsets,
-      ElementsAre(10, 0, 20));
+  problem.items = {Item(0, 2, 10), Item(1, 3, 20), Item(1, 3, 10)};
+  EXPECT_THAT(PlaceOrDie(problem, BestFitOrder::kLengthDescending).offsets,
+              ElementsAre(0, 10, 30));
 }
 
 TEST(BestFitOrderNameTest, NamesEveryOrder) {
@@ -209,7 +234,7 @@ TEST(BestFitOrderNameTest, NamesEveryOrder) {
     names.push_back(BestFitOrderName(order));
   }
   EXPECT_THAT(names, ElementsAre("size", "length", "area", "program",
-                                 "size_longest", "length_largest"));
+                                 "contention", "contention_band"));
 }
 
 TEST(BestFitPlaceTest, StopsAtTheDeadline) {
@@ -304,6 +329,31 @@ std::vector<Bytes> ReferenceBestFit(const PlacementProblem& problem,
   const auto area = [&](size_t i) {
     return static_cast<unsigned __int128>(items[i].size) * length(i);
   };
+  // Contention: the most bytes live at one timestep of the live range,
+  // from the load of every timestep.
+  Timestep first = 0;
+  Timestep last = 0;
+  for (const PlacementItem& item : items) {
+    first = std::min(first, item.live_range.begin);
+    last = std::max(last, item.live_range.end);
+  }
+  std::vector<Bytes> load(last - first, 0);
+  for (const PlacementItem& item : items) {
+    if (!spatial(item)) continue;
+    for (Timestep t = item.live_range.begin; t < item.live_range.end; ++t) {
+      load[t - first] += item.size;
+    }
+  }
+  std::vector<Bytes> contention(items.size(), 0);
+  Bytes peak = 0;
+  for (const size_t i : todo) {
+    for (Timestep t = items[i].live_range.begin; t < items[i].live_range.end;
+         ++t) {
+      contention[i] = std::max(contention[i], load[t - first]);
+    }
+    peak = std::max(peak, contention[i]);
+  }
+  const auto band = [&](size_t i) { return contention[i] * 64 / (peak + 1); };
   std::stable_sort(todo.begin(), todo.end(), [&](size_t a, size_t b) {
     switch (order) {
       case BestFitOrder::kSizeDescending:
@@ -314,13 +364,14 @@ std::vector<Bytes> ReferenceBestFit(const PlacementProblem& problem,
         return area(a) > area(b);
       case BestFitOrder::kProgramOrder:
         return items[a].live_range.begin < items[b].live_range.begin;
-      case BestFitOrder::kSizeDescendingLongestFirst:
-        if (items[a].size != items[b].size) {
-          return items[a].size > items[b].size;
+      case BestFitOrder::kContentionDescending:
+        if (contention[a] != contention[b]) {
+          return contention[a] > contention[b];
         }
         if (length(a) != length(b)) return length(a) > length(b);
-        return items[a].live_range.begin < items[b].live_range.begin;
-      case BestFitOrder::kLengthDescendingLargestFirst:
+        return items[a].size > items[b].size;
+      case BestFitOrder::kContentionBandDescending:
+        if (band(a) != band(b)) return band(a) > band(b);
         if (length(a) != length(b)) return length(a) > length(b);
         return items[a].size > items[b].size;
     }
