@@ -6,8 +6,15 @@
 //       [--benchmarks_dir=DIR] [--seed=1]
 //
 // Random problems: n items, begins uniform in [0, n), lengths as
-// RandomPlacementOptions with max_length_log2 (default 10: up to 1,024
-// timesteps), sizes uniform in [1, 1 MiB], alignment 1.
+// RandomPlacementOptions with max_length_log2 (default 10: an exponent e
+// uniform in [0, 10], then a length uniform in [1, 2^e]; about 90 items
+// live at a time), sizes uniform in [1, 1 MiB], alignment 1.
+//
+// Columns: wall and CPU seconds of the whole portfolio (first row of a
+// problem) or of one order alone (the rows below it); CPU nanoseconds per
+// n log2 n; height / lower bound - 1; the winning order; the peak resident
+// memory of the process so far (getrusage ru_maxrss); whether the
+// portfolio's placement passes ValidatePlacement.
 #include <sys/resource.h>
 #include <time.h>
 
@@ -143,7 +150,7 @@ absl::StatusOr<PlacementProblem> ReadCsv(const std::string& path) {
 
 int Run() {
   std::printf("%-28s %9s %9s %9s %8s %9s  %-15s %8s\n", "problem", "n",
-              "wall s", "cpu s", "ns/nlgn", "above LB", "winner", "RSS MiB");
+              "wall s", "cpu s", "ns/nlgn", "h/LB-1", "winner", "RSS MiB");
   bool ok = true;
   for (const std::string& text : absl::GetFlag(FLAGS_sizes)) {
     int64_t n;
