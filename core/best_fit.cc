@@ -648,7 +648,11 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
   BestFitEngine engine(problem);
   absl::StatusOr<Placement> best;
   BestFitOrder best_order = kAllBestFitOrders[0];
+  // No placement is lower than the bound, and ties go to the order listed
+  // first, so the first order to reach it wins.
+  const Bytes bound = PlacementLowerBound(problem);
   for (const BestFitOrder order : kAllBestFitOrders) {
+    if (best.ok() && best->height <= bound) break;
     absl::StatusOr<Placement> placement =
         order == BestFitOrder::kProgramOrder && !AnyPinned(problem)
             ? ProgramOrderSweep(problem).Place(context)

@@ -86,8 +86,9 @@ absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
 
 // Runs BestFitPlace with every order in kAllBestFitOrders and returns the
 // placement of lowest height, ties going to the order listed first; sets
-// `*winner` (when not null) to that order. Returns DEADLINE_EXCEEDED or
-// CANCELLED when `context` says so. As XLA's ChooseBestHeapAlgorithm.
+// `*winner` (when not null) to that order. Stops early once an order
+// reaches PlacementLowerBound. Returns DEADLINE_EXCEEDED or CANCELLED when
+// `context` says so. As XLA's ChooseBestHeapAlgorithm.
 absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
                                            const PlanContext& context,
                                            BestFitOrder* winner = nullptr);
