@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/best_fit.h"
 
 namespace memplan {
 namespace {
@@ -154,77 +155,6 @@ absl::Status ValidateInput(const PlacementProblem& problem,
   return absl::OkStatus();
 }
 
-// Places every item greedily: pinned items where pinned, items that occupy
-// nothing at 0, the others in order of their begin (as an online allocator
-// would see them, longer and larger first at equal begins), each at the
-// lowest aligned offset free of the items already placed that are still
-// live and of every pinned item it meets in time. O(n log n) plus the live
-// and pinned items scanned per item.
-std::vector<Bytes> GreedyPlace(const PlacementProblem& problem) {
-  const std::vector<PlacementItem>& items = problem.items;
-  std::vector<Bytes> offsets(items.size(), 0);
-  std::vector<size_t> pinned;
-  std::vector<size_t> order;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i].pinned()) {
-      offsets[i] = items[i].fixed_offset;
-      if (Occupies(items[i])) pinned.push_back(i);
-    } else if (Occupies(items[i])) {
-      order.push_back(i);
-    }
-  }
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const PlacementItem& x = items[a];
-    const PlacementItem& y = items[b];
-    if (x.live_range.begin != y.live_range.begin) {
-      return x.live_range.begin < y.live_range.begin;
-    }
-    if (x.live_range.end != y.live_range.end) {
-      return x.live_range.end > y.live_range.end;
-    }
-    if (x.size != y.size) return x.size > y.size;
-    return a < b;
-  });
-  std::sort(pinned.begin(), pinned.end(), [&](size_t a, size_t b) {
-    return items[a].live_range.begin < items[b].live_range.begin ||
-           (items[a].live_range.begin == items[b].live_range.begin && a < b);
-  });
-
-  // Live placed items as (offset, end, item); erased lazily once ended.
-  std::set<std::pair<Bytes, size_t>> live;
-  std::vector<std::pair<Bytes, Bytes>> blocked;  // [offset, offset + size)
-  for (size_t i : order) {
-    const PlacementItem& item = items[i];
-    for (auto it = live.begin(); it != live.end();) {
-      if (items[it->second].live_range.end <= item.live_range.begin) {
-        it = live.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    blocked.clear();
-    for (const auto& [offset, j] : live) {
-      blocked.push_back({offset, offset + items[j].size});
-    }
-    for (size_t j : pinned) {
-      const PlacementItem& other = items[j];
-      if (other.live_range.begin >= item.live_range.end) break;
-      if (other.live_range.end <= item.live_range.begin) continue;
-      blocked.push_back({other.fixed_offset, other.fixed_offset + other.size});
-    }
-    std::sort(blocked.begin(), blocked.end());
-    Bytes offset = 0;
-    for (const auto& [low, high] : blocked) {
-      if (offset + item.size <= low) break;
-      offset = std::max(offset, AlignUp(high, item.alignment));
-    }
-    offsets[i] = offset;
-    live.insert({offset, i});
-  }
-  return offsets;
-}
-
-
 // The outcome of a decision search.
 enum class Outcome {
   kFound,        // a placement under the capacity
@@ -259,9 +189,10 @@ struct PartData {
 };
 
 // Fills `data` for the items `members` (all occupying bytes). Returns false
-// when their overlap lists would exceed kMaxNeighborEntries.
+// when their overlap lists would exceed kMaxNeighborEntries, or when
+// `context` stops it.
 bool BuildPartData(const PlacementProblem& problem, std::vector<size_t> members,
-                   PartData* data) {
+                   const PlanContext& context, PartData* data) {
   const std::vector<PlacementItem>& items = problem.items;
   PartData& d = *data;
   d.members = std::move(members);
@@ -327,6 +258,7 @@ bool BuildPartData(const PlacementProblem& problem, std::vector<size_t> members,
   std::vector<std::pair<int, int>> pairs;
   std::vector<int> active;
   for (int x : d.by_first) {
+    if (x % 1024 == 0 && !context.Check().ok()) return false;
     size_t kept = 0;
     for (int y : active) {
       if (d.end_section[y] > d.first_section[x]) active[kept++] = y;
@@ -1063,10 +995,21 @@ absl::StatusOr<SearchResult> OptimalPlace(const PlacementProblem& problem,
   const Bytes capacity = problem.capacity;
   const bool decide = capacity != kUnboundedCapacity;
 
-  // The seed, with the items that occupy nothing as low as they go.
-  std::vector<Bytes> offsets = options.incumbent != nullptr
-                                   ? options.incumbent->offsets
-                                   : GreedyPlace(problem);
+  // The seed: the incumbent, or best-fit's best placement (or, once the
+  // context has stopped that, its quick program-order sweep).
+  std::vector<Bytes> offsets;
+  if (options.incumbent != nullptr) {
+    offsets = options.incumbent->offsets;
+  } else {
+    absl::StatusOr<Placement> seed = BestFitPortfolio(problem, context);
+    if (!seed.ok()) {
+      seed = BestFitPlace(problem, BestFitOrder::kProgramOrder, PlanContext());
+    }
+    if (!seed.ok()) return seed.status();
+    offsets = std::move(seed->offsets);
+  }
+  // No placement is lower than the highest load, a pinned item's top, or
+  // the size of an item that occupies nothing (which goes as low as it can).
   Bytes lower_bound = PlacementLowerBound(problem);
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].pinned()) {
@@ -1114,7 +1057,7 @@ absl::StatusOr<SearchResult> OptimalPlace(const PlacementProblem& problem,
   for (size_t p = 0; p < parts.size(); ++p) {
     PartState& state = states[p];
     state.searchable =
-        BuildPartData(problem, std::move(parts[p]), &state.data);
+        BuildPartData(problem, std::move(parts[p]), context, &state.data);
     state.height = part_height(state.data);
     state.proven = state.height <= state.data.lower_bound;
   }

@@ -1,12 +1,16 @@
 #include "core/planners.h"
 
 #include "core/inductor_planner.h"
+#include "core/search_planners.h"
 
 namespace memplan {
 
 const std::vector<const Planner*>& AllPlanners() {
   static const auto* const kPlanners = new std::vector<const Planner*>{
       new InductorPlanner(),
+      new BestFitPlanner(),
+      new OptimalPlanner(),
+      new AutoPlanner(),
   };
   return *kPlanners;
 }

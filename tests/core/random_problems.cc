@@ -91,4 +91,15 @@ Problem RandomProblem(uint64_t seed, const RandomProblemOptions& options) {
   return problem;
 }
 
+Buffer MakeBuffer(std::string name, Bytes size, Timestep begin, Timestep end,
+                  bool is_output, std::string device) {
+  Buffer buffer;
+  buffer.names = {std::move(name)};
+  buffer.size = size;
+  buffer.live_range = {begin, end};
+  buffer.is_output = is_output;
+  buffer.device = std::move(device);
+  return buffer;
+}
+
 }  // namespace memplan

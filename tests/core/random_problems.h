@@ -7,6 +7,7 @@
 #define MEMPLAN_TESTS_CORE_RANDOM_PROBLEMS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "core/types.h"
 
@@ -52,6 +53,11 @@ struct RandomProblemOptions {
   PoolMode pool_mode = PoolMode::kIntermediates;
   Bytes alignment = kDefaultAlignment;
 };
+
+// Returns a buffer named `name` of `size` bytes, live over the half-open
+// [begin, end), on `device`: the building block of hand-drawn test cases.
+Buffer MakeBuffer(std::string name, Bytes size, Timestep begin, Timestep end,
+                  bool is_output = false, std::string device = "cuda:0");
 
 // Returns a problem that passes ValidateProblem: buffer i is named "buf<i>"
 // (aliases "buf<i>_a<j>"), devices are drawn uniformly, sizes and ranges as

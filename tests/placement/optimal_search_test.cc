@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -183,6 +184,265 @@ TEST(OptimalSearchTest, DecidesCapacityLikeBruteForce) {
       }
     }
   }
+}
+
+
+// Returns a problem whose items tile the rectangle [0, horizon) x [0,
+// height) exactly (guillotine cuts of random pieces), so its optimum is
+// `height`, the lower bound; a greedy placement rarely finds it.
+PlacementProblem PerfectPacking(uint64_t seed, int num_items, Timestep horizon,
+                                Bytes height) {
+  std::mt19937_64 rng(seed);
+  struct Piece {
+    Timestep begin, end;
+    Bytes bottom, top;
+  };
+  std::vector<Piece> pieces = {{0, horizon, 0, height}};
+  int attempts = 0;
+  while (static_cast<int>(pieces.size()) < num_items && attempts++ < 100000) {
+    const size_t k = rng() % pieces.size();
+    Piece piece = pieces[k];
+    if (rng() % 2 == 0 && piece.end - piece.begin >= 2) {
+      const Timestep cut =
+          piece.begin + 1 + static_cast<Timestep>(rng() % (piece.end - piece.begin - 1));
+      pieces[k].end = cut;
+      piece.begin = cut;
+      pieces.push_back(piece);
+    } else if (piece.top - piece.bottom >= 2) {
+      const Bytes cut =
+          piece.bottom + 1 + static_cast<Bytes>(rng() % (piece.top - piece.bottom - 1));
+      pieces[k].top = cut;
+      piece.bottom = cut;
+      pieces.push_back(piece);
+    }
+  }
+  PlacementProblem problem;
+  for (const Piece& piece : pieces) {
+    problem.items.push_back(
+        Item(piece.begin, piece.end, piece.top - piece.bottom));
+  }
+  return problem;
+}
+
+//   offset ^
+//        6 +  +-----+
+//          |  | i1  |                 i1 is pinned at 3. With alignment 2
+//        3 +--+-----+--+              for i2 (size 3, living [0,4)), the
+//          |  |   i0   |  +--+        best is i0 at 0, i2 above i1... the
+//          |  |        |  |i3|        search must find height 9 and keep
+//        0 +--+--------+--+--+-->     i1 at 3 and i2 on an even offset.
+//             0   2    4  5  6
+TEST(OptimalSearchTest, RespectsPinsAndAlignment) {
+  PlacementProblem problem;
+  problem.items = {
+      Item(0, 4, 3),                          // i0
+      Item(0, 2, 3, /*alignment=*/1, /*fixed_offset=*/3),  // i1
+      Item(0, 4, 3, /*alignment=*/2),         // i2
+      Item(5, 6, 2),                          // i3
+  };
+  const SearchResult result = Solve(problem);
+  ExpectValid(problem, result);
+  EXPECT_EQ(result.placement.offsets[1], 3);
+  EXPECT_EQ(result.placement.offsets[2] % 2, 0);
+  EXPECT_EQ(result.placement.height, BruteForceOptimum(problem));
+  EXPECT_TRUE(result.proven_optimal);
+}
+
+TEST(OptimalSearchTest, CapacityBelowTheLowerBoundIsInfeasible) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 4, 5), Item(2, 6, 5), Item(5, 9, 7)};
+  problem.capacity = PlacementLowerBound(problem) - 1;  // 9
+  const SearchResult result = Solve(problem);
+  EXPECT_FALSE(result.found);
+  EXPECT_TRUE(result.infeasible_proven);
+  EXPECT_FALSE(result.proven_optimal);
+  ExpectValid(problem, result);  // the lowest placement seen, above 9
+  EXPECT_GT(result.placement.height, problem.capacity);
+}
+
+TEST(OptimalSearchTest, CapacityBelowAPinnedTopIsInfeasible) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 4, 2), Item(2, 6, 2, 1, /*fixed_offset=*/8)};
+  problem.capacity = 9;
+  const SearchResult result = Solve(problem);
+  EXPECT_FALSE(result.found);
+  EXPECT_TRUE(result.infeasible_proven);
+}
+
+TEST(OptimalSearchTest, InfeasibleOnlyBySearch) {
+  // Lower bound 4 everywhere, but three items pairwise meeting need 6:
+  // [0,2)+2, [1,3)+2, [0,3)+2 ... and a capacity of 5.
+  PlacementProblem problem;
+  problem.items = {Item(0, 2, 2), Item(1, 3, 2), Item(0, 3, 2)};
+  problem.capacity = 5;
+  ASSERT_EQ(BruteForceOptimum(problem), 6);
+  const SearchResult result = Solve(problem);
+  EXPECT_FALSE(result.found);
+  EXPECT_TRUE(result.infeasible_proven);
+}
+
+TEST(OptimalSearchTest, ItemsThatOccupyNothing) {
+  PlacementProblem problem;
+  problem.items = {
+      Item(0, 4, 0),                      // no bytes
+      Item(3, 3, 7),                      // no timestep: still counts 7
+      Item(0, 4, 5),
+      Item(1, 2, 0, 1, /*fixed_offset=*/9),  // pinned, no bytes
+  };
+  const SearchResult result = Solve(problem);
+  ExpectValid(problem, result);
+  EXPECT_EQ(result.placement.offsets[0], 0);
+  EXPECT_EQ(result.placement.offsets[1], 0);
+  EXPECT_EQ(result.placement.offsets[3], 9);
+  EXPECT_EQ(result.placement.height, 9);
+  EXPECT_TRUE(result.proven_optimal);
+}
+
+TEST(OptimalSearchTest, EmptyProblem) {
+  const SearchResult result = Solve(PlacementProblem());
+  EXPECT_TRUE(result.found);
+  EXPECT_TRUE(result.proven_optimal);
+  EXPECT_EQ(result.placement.height, 0);
+}
+
+TEST(OptimalSearchTest, IndependentPartsTakeTheHighest) {
+  // Nothing lives at time 5: two parts, the higher one decides.
+  PlacementProblem problem;
+  problem.items = {Item(0, 3, 4), Item(2, 5, 4), Item(5, 8, 3),
+                   Item(6, 9, 3), Item(7, 10, 3)};
+  const SearchResult result = Solve(problem);
+  ExpectValid(problem, result);
+  EXPECT_EQ(result.placement.height, 9);
+  EXPECT_TRUE(result.proven_optimal);
+}
+
+TEST(OptimalSearchTest, SolvesPerfectPackingsAtTheirHeight) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    PlacementProblem problem = PerfectPacking(seed, 60, 40, 1000);
+    problem.capacity = 1000;
+    const SearchResult result = Solve(problem);
+    ExpectValid(problem, result);
+    ASSERT_TRUE(result.found) << "seed " << seed;
+    EXPECT_LE(result.placement.height, 1000);
+    EXPECT_TRUE(result.proven_optimal);  // height == lower bound
+  }
+}
+
+TEST(OptimalSearchTest, MinimizesPerfectPackingsToTheirHeight) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const PlacementProblem problem = PerfectPacking(seed, 40, 30, 500);
+    const SearchResult result = Solve(problem);
+    ExpectValid(problem, result);
+    EXPECT_EQ(result.placement.height, 500) << "seed " << seed;
+    EXPECT_TRUE(result.proven_optimal);
+  }
+}
+
+TEST(OptimalSearchTest, PastDeadlineReturnsTheSeedQuickly) {
+  const PlacementProblem problem = PerfectPacking(7, 400, 200, 1 << 20);
+  PlanContext context;
+  context.deadline = absl::InfinitePast();
+  const absl::Time start = absl::Now();
+  const SearchResult result = Solve(problem, {}, context);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  ExpectValid(problem, result);
+  EXPECT_TRUE(result.found);
+  // Not proven unless the seed happened to reach the lower bound.
+  EXPECT_EQ(result.proven_optimal,
+            result.placement.height == PlacementLowerBound(problem));
+}
+
+TEST(OptimalSearchTest, CancelledReturnsAValidPlacement) {
+  PlacementProblem problem = PerfectPacking(8, 400, 200, 1 << 20);
+  problem.capacity = (1 << 20) - 1;  // infeasible: a long proof
+  std::atomic<bool> cancelled{true};
+  PlanContext context;
+  context.cancelled = &cancelled;
+  const SearchResult result = Solve(problem, {}, context);
+  ExpectValid(problem, result);
+  EXPECT_FALSE(result.found);
+  EXPECT_FALSE(result.infeasible_proven);
+}
+
+TEST(OptimalSearchTest, HonoursTheDeadline) {
+  PlacementProblem problem = PerfectPacking(9, 400, 200, 1 << 20);
+  problem.capacity = (1 << 20) - 1;  // infeasible: a long proof
+  PlanContext context;
+  const absl::Time start = absl::Now();
+  context.deadline = start + absl::Milliseconds(100);
+  const SearchResult result = Solve(problem, {}, context);
+  // 50 ms of slack in the contract; more here for loaded test machines.
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(400));
+  EXPECT_FALSE(result.found);
+}
+
+TEST(OptimalSearchTest, DeterministicWhenComplete) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    PlacementProblem problem = PerfectPacking(seed, 80, 50, 2000);
+    problem.capacity = 2000;
+    const SearchResult first = Solve(problem);
+    const SearchResult second = Solve(problem);
+    EXPECT_EQ(first, second) << "seed " << seed;
+    EXPECT_EQ(first.nodes, second.nodes);
+    problem.capacity = kUnboundedCapacity;
+    EXPECT_EQ(Solve(problem), Solve(problem));
+  }
+}
+
+TEST(OptimalSearchTest, StartsFromTheIncumbent) {
+  PlacementProblem problem;
+  problem.items = {Item(0, 4, 5), Item(2, 6, 5), Item(5, 9, 7)};
+  Placement incumbent;
+  incumbent.offsets = {0, 5, 100};
+  incumbent.height = 107;
+  SearchOptions options;
+  options.incumbent = &incumbent;
+  const SearchResult result = Solve(problem, options);
+  ExpectValid(problem, result);
+  EXPECT_EQ(result.placement.height, 12);
+  EXPECT_TRUE(result.proven_optimal);
+}
+
+TEST(OptimalSearchTest, RejectsBadInput) {
+  auto code = [](const PlacementProblem& problem,
+                 const SearchOptions& options = {}) {
+    return OptimalPlace(problem, options, PlanContext()).status().code();
+  };
+  PlacementProblem negative;
+  negative.items = {Item(0, 2, -1)};
+  EXPECT_EQ(code(negative), absl::StatusCode::kInvalidArgument);
+  PlacementProblem backwards;
+  backwards.items = {Item(3, 2, 1)};
+  EXPECT_EQ(code(backwards), absl::StatusCode::kInvalidArgument);
+  PlacementProblem alignment;
+  alignment.items = {Item(0, 2, 1, /*alignment=*/3)};
+  EXPECT_EQ(code(alignment), absl::StatusCode::kInvalidArgument);
+  PlacementProblem misaligned_pin;
+  misaligned_pin.items = {Item(0, 2, 1, /*alignment=*/4, /*fixed_offset=*/2)};
+  EXPECT_EQ(code(misaligned_pin), absl::StatusCode::kInvalidArgument);
+  PlacementProblem overlapping_pins;
+  overlapping_pins.items = {Item(0, 4, 4, 1, 0), Item(2, 6, 4, 1, 3)};
+  EXPECT_EQ(code(overlapping_pins), absl::StatusCode::kInvalidArgument);
+  PlacementProblem ok;
+  ok.items = {Item(0, 4, 4), Item(2, 6, 4)};
+  Placement overlapping;
+  overlapping.offsets = {0, 2};
+  overlapping.height = 6;
+  SearchOptions options;
+  options.incumbent = &overlapping;
+  EXPECT_EQ(code(ok, options), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OptimalSearchTest, PrintsResult) {
+  SearchResult result;
+  result.placement.offsets = {0, 4};
+  result.placement.height = 8;
+  result.found = true;
+  std::ostringstream os;
+  os << result;
+  EXPECT_EQ(os.str(),
+            "height=8 found=1 proven_optimal=0 infeasible_proven=0 "
+            "offsets=[0,4]");
 }
 
 }  // namespace

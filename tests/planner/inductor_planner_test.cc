@@ -14,17 +14,6 @@
 namespace memplan {
 namespace {
 
-Buffer MakeBuffer(std::string name, Bytes size, Timestep begin, Timestep end,
-                  bool is_output = false, std::string device = "cuda:0") {
-  Buffer buffer;
-  buffer.names = {std::move(name)};
-  buffer.size = size;
-  buffer.live_range = {begin, end};
-  buffer.is_output = is_output;
-  buffer.device = std::move(device);
-  return buffer;
-}
-
 Plan PlanOrDie(const Problem& problem) {
   EXPECT_TRUE(ValidateProblem(problem).ok());
   absl::StatusOr<Plan> plan = InductorPlanner().PlanProblem(problem, {});

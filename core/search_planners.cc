@@ -1,0 +1,259 @@
+#include "core/search_planners.h"
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/best_fit.h"
+#include "core/inductor_planner.h"
+#include "core/optimal_search.h"
+#include "core/pool_layout.h"
+#include "core/stats.h"
+
+namespace memplan {
+namespace {
+
+// How one device's placement problem is solved.
+using PlaceFn = std::function<absl::StatusOr<Placement>(
+    const PlacementProblem&, const PlanContext&)>;
+
+// Solves every layout of `problem` with `place` (outputs mode in its two
+// stages) and returns the plan with the placements used. Each solve gets
+// an equal share of the time left to the context's deadline.
+struct SolvedLayouts {
+  std::vector<DeviceLayout> layouts;
+  std::vector<Placement> placements;
+  Plan plan;
+};
+
+absl::StatusOr<std::vector<Placement>> SolveAll(
+    const std::vector<DeviceLayout>& layouts, const PlaceFn& place,
+    const PlanContext& context, int stages_left) {
+  std::vector<Placement> placements;
+  const int solves_left_at_start =
+      static_cast<int>(layouts.size()) * stages_left;
+  for (size_t d = 0; d < layouts.size(); ++d) {
+    PlanContext share = context;
+    if (context.deadline != absl::InfiniteFuture()) {
+      const int solves_left = solves_left_at_start - static_cast<int>(d);
+      share.deadline =
+          absl::Now() + (context.deadline - absl::Now()) / solves_left;
+    }
+    absl::StatusOr<Placement> placement = place(layouts[d].placement, share);
+    if (!placement.ok()) return placement.status();
+    placements.push_back(*std::move(placement));
+  }
+  return placements;
+}
+
+absl::StatusOr<SolvedLayouts> SolveProblem(const Problem& problem,
+                                           const PlaceFn& place,
+                                           const PlanContext& context) {
+  absl::StatusOr<std::vector<DeviceLayout>> layouts = BuildLayouts(problem);
+  if (!layouts.ok()) return layouts.status();
+  const bool two_stages = problem.pool_mode == PoolMode::kOutputs;
+  absl::StatusOr<std::vector<Placement>> placements =
+      SolveAll(*layouts, place, context, two_stages ? 2 : 1);
+  if (!placements.ok()) return placements.status();
+  SolvedLayouts solved;
+  if (two_stages) {
+    solved.layouts = OutputsStageTwo(problem, *layouts, *placements);
+    placements = SolveAll(solved.layouts, place, context, 1);
+    if (!placements.ok()) return placements.status();
+  } else {
+    solved.layouts = *std::move(layouts);
+  }
+  solved.placements = *std::move(placements);
+  solved.plan = PlanFromPlacements(problem, solved.layouts, solved.placements);
+  return solved;
+}
+
+absl::StatusOr<SolvedLayouts> SolveBestFit(const Problem& problem,
+                                           const PlanContext& context) {
+  std::string winner;
+  PlaceFn place = [&winner](const PlacementProblem& placement,
+                            const PlanContext& share)
+      -> absl::StatusOr<Placement> {
+    BestFitOrder order = BestFitOrder::kSizeDescending;
+    absl::StatusOr<Placement> placed = BestFitPortfolio(placement, share, &order);
+    if (placed.ok() && winner.empty()) winner = BestFitOrderName(order);
+    return placed;
+  };
+  absl::StatusOr<SolvedLayouts> solved = SolveProblem(problem, place, context);
+  if (solved.ok()) solved->plan.planner = absl::StrCat("best_fit(", winner, ")");
+  return solved;
+}
+
+// Whether Inductor's planner can honour every buffer's constraints.
+bool InductorCanPlan(const Problem& problem) {
+  for (const Buffer& buffer : problem.buffers) {
+    if (buffer.fixed_offset >= 0 || buffer.alignment > problem.alignment) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Returns `plan` when it fits the capacity, else RESOURCE_EXHAUSTED.
+absl::StatusOr<Plan> WithinCapacity(const Problem& problem, Plan plan,
+                                    bool infeasibility_proven) {
+  absl::Status status = CapacityStatus(problem, plan, infeasibility_proven);
+  if (!status.ok()) return status;
+  return plan;
+}
+
+// The result of exact search over every layout, seeded with `seed`'s
+// placements (same layouts).
+struct SearchOutcome {
+  Plan plan;
+  bool all_proven_optimal = true;
+  bool any_infeasible_proven = false;
+};
+
+absl::StatusOr<SearchOutcome> Search(const Problem& problem,
+                                     const SolvedLayouts& seed,
+                                     const PlanContext& context) {
+  SearchOutcome outcome;
+  size_t device = 0;
+  PlaceFn place = [&](const PlacementProblem& placement,
+                      const PlanContext& share) -> absl::StatusOr<Placement> {
+    // The seed's placement of the same layout is the incumbent; in outputs
+    // mode stage one has its own layouts, so it starts from scratch.
+    SearchOptions options;
+    const Placement* incumbent = nullptr;
+    if (device < seed.layouts.size() &&
+        seed.layouts[device].placement.items.size() ==
+            placement.items.size()) {
+      incumbent = &seed.placements[device];
+    }
+    options.incumbent = incumbent;
+    ++device;
+    absl::StatusOr<SearchResult> result =
+        OptimalPlace(placement, options, share);
+    if (!result.ok()) return result.status();
+    outcome.all_proven_optimal &= result->proven_optimal;
+    outcome.any_infeasible_proven |= result->infeasible_proven;
+    if (result->placement.offsets.size() != placement.items.size()) {
+      // Nothing found at all (only possible under a capacity): keep the
+      // incumbent so the caller can say by how much it misses.
+      if (incumbent != nullptr) return *incumbent;
+      return absl::DeadlineExceededError(
+          "the time budget ran out before any plan was found");
+    }
+    return result->placement;
+  };
+  absl::StatusOr<SolvedLayouts> solved = SolveProblem(problem, place, context);
+  if (!solved.ok()) return solved.status();
+  outcome.plan = std::move(solved->plan);
+  return outcome;
+}
+
+// Marks `plan` proven optimal when it meets the mode's lower bound.
+void MarkOptimalAtBound(const Problem& problem, Plan& plan) {
+  if (TotalPoolBytes(plan) <= ModeLowerBound(problem)) {
+    plan.proven_optimal = true;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Plan> BestFitPlanner::PlanProblem(
+    const Problem& problem, const PlanContext& context) const {
+  if (problem.pool_mode == PoolMode::kNone) {
+    return InductorPlanner().PlanProblem(problem, context);
+  }
+  absl::StatusOr<SolvedLayouts> solved = SolveBestFit(problem, context);
+  if (!solved.ok()) return solved.status();
+  MarkOptimalAtBound(problem, solved->plan);
+  return WithinCapacity(problem, std::move(solved->plan), false);
+}
+
+absl::StatusOr<Plan> OptimalPlanner::PlanProblem(
+    const Problem& problem, const PlanContext& context) const {
+  if (problem.pool_mode == PoolMode::kNone) {
+    return InductorPlanner().PlanProblem(problem, context);
+  }
+  // Best-fit first: fast, and the search's first incumbent.
+  absl::StatusOr<SolvedLayouts> seed = SolveBestFit(problem, context);
+  if (!seed.ok()) return seed.status();
+  absl::StatusOr<SearchOutcome> outcome =
+      Search(problem, *seed, context.ForSearch());
+  if (!outcome.ok()) return outcome.status();
+  Plan plan = std::move(outcome->plan);
+  if (TotalPoolBytes(seed->plan) < TotalPoolBytes(plan)) {
+    plan = std::move(seed->plan);
+  }
+  plan.planner = "optimal";
+  // Exact only where the layout is the mode itself: one pool per device.
+  plan.proven_optimal = outcome->all_proven_optimal &&
+                        problem.pool_mode == PoolMode::kCombined;
+  MarkOptimalAtBound(problem, plan);
+  return WithinCapacity(problem, std::move(plan),
+                        outcome->any_infeasible_proven &&
+                            problem.pool_mode == PoolMode::kCombined);
+}
+
+absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
+                                              const PlanContext& context) const {
+  if (problem.pool_mode == PoolMode::kNone) {
+    return InductorPlanner().PlanProblem(problem, context);
+  }
+  std::vector<Plan> candidates;
+  const PlanContext search = context.ForSearch();
+  if (InductorCanPlan(problem)) {
+    // Uncapped: a plan over the capacity is still a candidate to beat.
+    // Inductor's algorithm is quadratic on some huge traces: it gets half
+    // the time budget, and is left out when it cannot finish within it.
+    Problem uncapped = problem;
+    uncapped.capacity = 0;
+    PlanContext half = search;
+    if (search.deadline != absl::InfiniteFuture()) {
+      half.deadline = absl::Now() + (search.deadline - absl::Now()) / 2;
+    }
+    absl::StatusOr<Plan> inductor = InductorPlanner().PlanProblem(uncapped, half);
+    if (inductor.ok()) {
+      candidates.push_back(*std::move(inductor));
+    } else if (inductor.status().code() != absl::StatusCode::kDeadlineExceeded ||
+               absl::Now() >= context.deadline) {
+      return inductor.status();
+    }
+  }
+  absl::StatusOr<SolvedLayouts> best_fit = SolveBestFit(problem, context);
+  if (!best_fit.ok()) return best_fit.status();
+  candidates.push_back(best_fit->plan);
+  Bytes best = TotalPoolBytes(best_fit->plan);
+  for (const Plan& plan : candidates) best = std::min(best, TotalPoolBytes(plan));
+  const bool over_capacity = problem.capacity > 0 &&
+                             !CapacityStatus(problem, best_fit->plan, false).ok();
+  bool infeasibility_proven = false;
+  if ((best > ModeLowerBound(problem) || over_capacity) &&
+      absl::Now() < search.deadline) {
+    absl::StatusOr<SearchOutcome> outcome = Search(problem, *best_fit, search);
+    if (outcome.ok()) {
+      outcome->plan.planner = "optimal";
+      outcome->plan.proven_optimal = outcome->all_proven_optimal &&
+                                     problem.pool_mode == PoolMode::kCombined;
+      infeasibility_proven = outcome->any_infeasible_proven &&
+                             problem.pool_mode == PoolMode::kCombined;
+      candidates.push_back(std::move(outcome->plan));
+    } else if (outcome.status().code() != absl::StatusCode::kDeadlineExceeded) {
+      return outcome.status();
+    }
+  }
+  // The smallest; ties go to the earlier candidate (Inductor's first).
+  size_t winner = 0;
+  for (size_t c = 1; c < candidates.size(); ++c) {
+    if (TotalPoolBytes(candidates[c]) < TotalPoolBytes(candidates[winner])) {
+      winner = c;
+    }
+  }
+  Plan plan = std::move(candidates[winner]);
+  MarkOptimalAtBound(problem, plan);
+  return WithinCapacity(problem, std::move(plan), infeasibility_proven);
+}
+
+}  // namespace memplan
