@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <set>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/best_fit.h"
@@ -36,6 +37,10 @@ constexpr int64_t kNodesPerTurn = 20000;
 // The restarting search's budgets are this many nodes times Luby's
 // sequence 1 1 2 1 1 2 4 ...
 constexpr int64_t kNodesPerRestartUnit = 20000;
+
+// When minimizing, each capacity probed gets this many nodes in the first
+// pass of the bisection, twice as many in the next, and so on.
+constexpr int64_t kNodesPerMinimizeProbe = 20000;
 
 // Largest pinned offset accepted, so that offset + size cannot overflow.
 constexpr Bytes kMaxFixedOffset = Bytes{1} << 50;
@@ -398,7 +403,7 @@ class PartSearch {
   }
 
   // Starts a new search for a placement of height <= capacity. States
-  // proven to fail under a larger capacity stay proven.
+  // proven to fail under a capacity at least as large stay proven.
   void Start(Bytes capacity);
 
   // Goes on with the search for up to `node_budget` nodes; on kFound writes
@@ -469,6 +474,11 @@ class PartSearch {
   void StartTops(int split);
   // Pops the top frame, undoing what it placed or set aside.
   void Pop();
+  void RememberFailure(const Key& key) {
+    if (failed_.size() >= kMaxFailedStates && !failed_.contains(key)) return;
+    Bytes& capacity = failed_[key];
+    capacity = std::max(capacity, capacity_);
+  }
 
   const PartData& d_;
   std::vector<int> priority_;
@@ -490,7 +500,9 @@ class PartSearch {
   std::vector<int> tops_;                    // items set aside
   std::vector<Bytes> stack_top_;             // per section, look-ahead
   std::vector<std::pair<Bytes, int>> starts_;
-  absl::flat_hash_set<Key> failed_;
+  // States proven to fail, with the highest capacity they failed under
+  // (they fail under any lower one too).
+  absl::flat_hash_map<Key, Bytes> failed_;
   int64_t nodes_ = 0;
 };
 
@@ -650,7 +662,10 @@ PartSearch::Expansion PartSearch::Expand(Frame* frame) {
   }
 
   frame->key = {hash1, hash2};
-  if (failed_.contains(frame->key)) return Expansion::kPruned;
+  const auto failed = failed_.find(frame->key);
+  if (failed != failed_.end() && failed->second >= capacity_) {
+    return Expansion::kPruned;
+  }
 
   // Set aside: an item x covering every section with items left divides
   // any placement of the group into the items below x and those above.
@@ -892,18 +907,14 @@ Outcome PartSearch::Run(const PlanContext& context, int64_t node_budget,
       continue;
     }
     // The node has no (more) ways to go on: remember that it fails.
-    if (!frame.closed && failed_.size() < kMaxFailedStates) {
-      failed_.insert(frame.key);
-    }
+    if (!frame.closed) RememberFailure(frame.key);
     const int group_of = frame.group_of;
     const bool group_root = frame.item < 0;
     Pop();
     if (group_root && group_of >= 0) {
       // A group has no placement: neither has the node that split.
       while (static_cast<int>(stack_.size()) > group_of + 1) Pop();
-      if (failed_.size() < kMaxFailedStates) {
-        failed_.insert(stack_.back().key);
-      }
+      RememberFailure(stack_.back().key);
       Pop();
     }
   }
@@ -936,12 +947,16 @@ class Portfolio {
     searches_[1].SetPriority(Priorities(d_, 1));
   }
 
+  // Searches for a placement of height <= capacity for at most
+  // `node_budget` nodes in all (kOutOfNodes after that).
   Outcome Decide(Bytes capacity, const PlanContext& context,
-                 std::vector<Bytes>* offsets) {
+                 int64_t node_budget, std::vector<Bytes>* offsets) {
     for (PartSearch& search : searches_) search.Start(capacity);
     restart_left_ = 0;
+    int64_t left = node_budget;
     while (true) {
       for (size_t k = 0; k < searches_.size(); ++k) {
+        if (left <= 0) return Outcome::kOutOfNodes;
         PartSearch& search = searches_[k];
         if (k == 2 && restart_left_ <= 0) {
           // The restarting search: a new order (from 2 on), a new budget.
@@ -951,10 +966,12 @@ class Portfolio {
           restart_left_ = kNodesPerRestartUnit * Luby(restarts_);
         }
         const int64_t before = search.nodes();
-        const int64_t turn =
-            k == 2 ? std::min(kNodesPerTurn, restart_left_) : kNodesPerTurn;
+        int64_t turn = std::min(kNodesPerTurn, left);
+        if (k == 2) turn = std::min(turn, restart_left_);
         const Outcome outcome = search.Run(context, turn, offsets);
-        if (k == 2) restart_left_ -= search.nodes() - before;
+        const int64_t used = search.nodes() - before;
+        left -= used;
+        if (k == 2) restart_left_ -= used;
         if (outcome != Outcome::kOutOfNodes) return outcome;
       }
     }
@@ -972,6 +989,64 @@ class Portfolio {
   int restarts_ = 0;
   int64_t restart_left_ = 0;
 };
+
+// Lowers the height of the part `data`, now `*height` with the offsets in
+// `*offsets`, while it is above `enough` (bytes): probes capacities by
+// bisection between the highest one proven infeasible and the best height,
+// each probe with a node budget that doubles on every pass (the first probe
+// of a pass tries the lowest capacity left). Sets `*proven` when no lower
+// height exists. Adds the nodes searched to `*nodes`. Returns false when
+// the context stopped it.
+bool Minimize(const PartData& data, Bytes enough, const PlanContext& context,
+              std::vector<Bytes>* offsets, Bytes* height, bool* proven,
+              int64_t* nodes) {
+  // Every offset and top is a multiple of the granule.
+  Bytes granule = 0;
+  for (int x = 0; x < data.n; ++x) {
+    granule = std::gcd(granule, data.size[x]);
+    granule = std::gcd(granule, data.alignment[x]);
+    if (data.fixed[x] >= 0) granule = std::gcd(granule, data.fixed[x]);
+  }
+  Bytes lowest = AlignUp(data.lower_bound, granule);  // none lower exists
+  // Heights at most `enough` are as good as any: the highest multiple.
+  const Bytes good = std::max(lowest, enough / granule * granule);
+  Portfolio portfolio(data);
+  bool stopped = false;
+  for (int64_t budget = kNodesPerMinimizeProbe;
+       *height > good && lowest < *height && !stopped; budget *= 2) {
+    Bytes low = good;  // this pass probes [low, *height)
+    bool first = true;
+    while (low < *height && *height > good && !stopped) {
+      const Bytes steps = (*height - low) / granule;  // >= 1
+      const Bytes target = first ? low : low + (steps - 1) / 2 * granule;
+      first = false;
+      std::vector<Bytes> lower = *offsets;
+      switch (portfolio.Decide(target, context, budget, &lower)) {
+        case Outcome::kFound:
+          *offsets = std::move(lower);
+          *height = 0;
+          for (int x = 0; x < data.n; ++x) {
+            *height =
+                std::max(*height, (*offsets)[data.members[x]] + data.size[x]);
+          }
+          break;
+        case Outcome::kExhausted:
+          lowest = std::max(lowest, target + granule);
+          low = target + granule;
+          break;
+        case Outcome::kOutOfNodes:
+          low = target + granule;
+          break;
+        case Outcome::kInterrupted:
+          stopped = true;
+          break;
+      }
+    }
+  }
+  *nodes += portfolio.nodes();
+  *proven = lowest >= *height;
+  return !stopped;
+}
 
 }  // namespace
 
@@ -1083,7 +1158,8 @@ absl::StatusOr<SearchResult> OptimalPlace(const PlacementProblem& problem,
       }
       Portfolio portfolio(state.data);
       std::vector<Bytes> fitted = offsets;
-      const Outcome outcome = portfolio.Decide(capacity, context, &fitted);
+      const Outcome outcome = portfolio.Decide(
+          capacity, context, std::numeric_limits<int64_t>::max(), &fitted);
       result.nodes += portfolio.nodes();
       if (outcome == Outcome::kFound) {
         offsets = std::move(fitted);
@@ -1104,23 +1180,8 @@ absl::StatusOr<SearchResult> OptimalPlace(const PlacementProblem& problem,
       PartState& state = states[p];
       if (state.searchable && !state.proven && state.height > enough &&
           !interrupted) {
-        Portfolio portfolio(state.data);
-        while (!state.proven && state.height > enough) {
-          std::vector<Bytes> lower = offsets;
-          const Outcome outcome =
-              portfolio.Decide(state.height - 1, context, &lower);
-          if (outcome == Outcome::kFound) {
-            offsets = std::move(lower);
-            state.height = part_height(state.data);
-            state.proven = state.height <= state.data.lower_bound;
-          } else if (outcome == Outcome::kExhausted) {
-            state.proven = true;
-          } else {
-            interrupted = true;
-            break;
-          }
-        }
-        result.nodes += portfolio.nodes();
+        interrupted = !Minimize(state.data, enough, context, &offsets,
+                                &state.height, &state.proven, &result.nodes);
       }
       if (state.proven) enough = std::max(enough, state.height);
     }
