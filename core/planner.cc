@@ -9,6 +9,9 @@ absl::Status PlanContext::Check() const {
   if (cancelled != nullptr && cancelled->load(std::memory_order_relaxed)) {
     return absl::CancelledError("planning cancelled by the caller");
   }
+  if (work_left != nullptr && --*work_left < 0) {
+    return absl::DeadlineExceededError("the search's work budget is spent");
+  }
   if (deadline == absl::InfiniteFuture()) return absl::OkStatus();
   const absl::Time now = absl::Now();
   if (now >= deadline) {

@@ -3,6 +3,7 @@
 #define MEMPLAN_CORE_PLANNER_H_
 
 #include <atomic>
+#include <cstdint>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -19,6 +20,12 @@ struct PlanContext {
   // may look for better plans: they return the best plan found by then.
   // Bounded by `deadline` too. The fast strategies ignore it.
   absl::Time search_deadline = absl::InfiniteFuture();
+  // A deterministic cap on a search's work, counted in Check() calls
+  // (searches call Check() every few hundred nodes): once spent, Check()
+  // reports DEADLINE_EXCEEDED as a passed deadline would, but at the same
+  // point on every run, so a search cut short still gives the same plan.
+  // Null: no cap. Not owned; one planning run's counter.
+  int64_t* work_left = nullptr;
   // When set and true, the planner stops with CANCELLED. Not owned.
   const std::atomic<bool>* cancelled = nullptr;
 

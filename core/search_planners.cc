@@ -1,5 +1,7 @@
 #include "core/search_planners.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -37,13 +39,24 @@ absl::StatusOr<std::vector<Placement>> SolveAll(
   const int solves_left_at_start =
       static_cast<int>(layouts.size()) * stages_left;
   for (size_t d = 0; d < layouts.size(); ++d) {
+    const int solves_left = solves_left_at_start - static_cast<int>(d);
     PlanContext share = context;
     if (context.deadline != absl::InfiniteFuture()) {
-      const int solves_left = solves_left_at_start - static_cast<int>(d);
       share.deadline =
           absl::Now() + (context.deadline - absl::Now()) / solves_left;
     }
+    // An equal share of the work budget too; what a solve leaves unspent
+    // goes back to the pool.
+    int64_t work_share = 0;
+    if (context.work_left != nullptr) {
+      work_share = std::max<int64_t>(0, *context.work_left) / solves_left;
+      *context.work_left -= work_share;
+      share.work_left = &work_share;
+    }
     absl::StatusOr<Placement> placement = place(layouts[d].placement, share);
+    if (context.work_left != nullptr) {
+      *context.work_left += std::max<int64_t>(0, work_share);
+    }
     if (!placement.ok()) return placement.status();
     placements.push_back(*std::move(placement));
   }
@@ -98,6 +111,24 @@ bool InductorCanPlan(const Problem& problem) {
   return true;
 }
 
+// Plans pool mode none, whose pools are fixed by their first buffer: only
+// Inductor's algorithm expresses it, so pinned offsets and per-buffer
+// alignments cannot be honoured there.
+absl::StatusOr<Plan> PlanNoneMode(const Problem& problem,
+                                  const PlanContext& context) {
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& buffer = problem.buffers[i];
+    if (buffer.fixed_offset >= 0 || buffer.alignment > problem.alignment) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "buffers[", i, "] (\"", buffer.names[0], "\"): ",
+          buffer.fixed_offset >= 0 ? "fixed_offset" : "alignment",
+          " cannot be honoured in pool_mode none (each pool is fixed by its "
+          "first buffer, as Inductor plans it); use another pool mode"));
+    }
+  }
+  return InductorPlanner().PlanProblem(problem, context);
+}
+
 // Returns `plan` when it fits the capacity, else RESOURCE_EXHAUSTED.
 absl::StatusOr<Plan> WithinCapacity(const Problem& problem, Plan plan,
                                     bool infeasibility_proven) {
@@ -114,9 +145,27 @@ struct SearchOutcome {
   bool any_infeasible_proven = false;
 };
 
+// Work units (PlanContext::Check calls) a search may spend per second of
+// its time budget. The exact search checks every 128 nodes and ran 2,000
+// to 8,000 checks a second on MiniMalloc's challenging set on this
+// project's 2-core machine (memplan-optimal-bench); this is set below that,
+// so that the work budget, not the clock, ends a search here and the plan
+// is the same on every run. On a much slower machine the clock ends it
+// first.
+constexpr double kSearchChecksPerSecond = 1500;
+
 absl::StatusOr<SearchOutcome> Search(const Problem& problem,
                                      const SolvedLayouts& seed,
-                                     const PlanContext& context) {
+                                     const PlanContext& wall_context) {
+  // The time budget left, as a deterministic work budget.
+  int64_t work_left = 0;
+  PlanContext context = wall_context;
+  if (wall_context.deadline != absl::InfiniteFuture()) {
+    work_left = static_cast<int64_t>(
+        absl::ToDoubleSeconds(wall_context.deadline - absl::Now()) *
+        kSearchChecksPerSecond);
+    context.work_left = &work_left;
+  }
   SearchOutcome outcome;
   size_t device = 0;
   PlaceFn place = [&](const PlacementProblem& placement,
@@ -164,7 +213,7 @@ void MarkOptimalAtBound(const Problem& problem, Plan& plan) {
 absl::StatusOr<Plan> BestFitPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
   if (problem.pool_mode == PoolMode::kNone) {
-    return InductorPlanner().PlanProblem(problem, context);
+    return PlanNoneMode(problem, context);
   }
   absl::StatusOr<SolvedLayouts> solved = SolveBestFit(problem, context);
   if (!solved.ok()) return solved.status();
@@ -175,7 +224,7 @@ absl::StatusOr<Plan> BestFitPlanner::PlanProblem(
 absl::StatusOr<Plan> OptimalPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
   if (problem.pool_mode == PoolMode::kNone) {
-    return InductorPlanner().PlanProblem(problem, context);
+    return PlanNoneMode(problem, context);
   }
   // Best-fit first: fast, and the search's first incumbent.
   absl::StatusOr<SolvedLayouts> seed = SolveBestFit(problem, context);
@@ -200,7 +249,7 @@ absl::StatusOr<Plan> OptimalPlanner::PlanProblem(
 absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
                                               const PlanContext& context) const {
   if (problem.pool_mode == PoolMode::kNone) {
-    return InductorPlanner().PlanProblem(problem, context);
+    return PlanNoneMode(problem, context);
   }
   std::vector<Plan> candidates;
   const PlanContext search = context.ForSearch();
