@@ -101,6 +101,14 @@ absl::StatusOr<SolvedLayouts> SolveBestFit(const Problem& problem,
   return solved;
 }
 
+// Returns `context` without its work budget: the fast strategies run
+// to the end (or the deadline), the work budget being the search's.
+PlanContext Fast(const PlanContext& context) {
+  PlanContext fast = context;
+  fast.work_left = nullptr;
+  return fast;
+}
+
 // Whether Inductor's planner can honour every buffer's constraints.
 bool InductorCanPlan(const Problem& problem) {
   for (const Buffer& buffer : problem.buffers) {
@@ -157,10 +165,12 @@ constexpr double kSearchChecksPerSecond = 1500;
 absl::StatusOr<SearchOutcome> Search(const Problem& problem,
                                      const SolvedLayouts& seed,
                                      const PlanContext& wall_context) {
-  // The time budget left, as a deterministic work budget.
+  // The time budget left, as a deterministic work budget, unless the
+  // caller set one.
   int64_t work_left = 0;
   PlanContext context = wall_context;
-  if (wall_context.deadline != absl::InfiniteFuture()) {
+  if (wall_context.work_left == nullptr &&
+      wall_context.deadline != absl::InfiniteFuture()) {
     work_left = static_cast<int64_t>(
         absl::ToDoubleSeconds(wall_context.deadline - absl::Now()) *
         kSearchChecksPerSecond);
@@ -213,9 +223,9 @@ void MarkOptimalAtBound(const Problem& problem, Plan& plan) {
 absl::StatusOr<Plan> BestFitPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
   if (problem.pool_mode == PoolMode::kNone) {
-    return PlanNoneMode(problem, context);
+    return PlanNoneMode(problem, Fast(context));
   }
-  absl::StatusOr<SolvedLayouts> solved = SolveBestFit(problem, context);
+  absl::StatusOr<SolvedLayouts> solved = SolveBestFit(problem, Fast(context));
   if (!solved.ok()) return solved.status();
   MarkOptimalAtBound(problem, solved->plan);
   return WithinCapacity(problem, std::move(solved->plan), false);
@@ -224,10 +234,10 @@ absl::StatusOr<Plan> BestFitPlanner::PlanProblem(
 absl::StatusOr<Plan> OptimalPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
   if (problem.pool_mode == PoolMode::kNone) {
-    return PlanNoneMode(problem, context);
+    return PlanNoneMode(problem, Fast(context));
   }
   // Best-fit first: fast, and the search's first incumbent.
-  absl::StatusOr<SolvedLayouts> seed = SolveBestFit(problem, context);
+  absl::StatusOr<SolvedLayouts> seed = SolveBestFit(problem, Fast(context));
   if (!seed.ok()) return seed.status();
   absl::StatusOr<SearchOutcome> outcome =
       Search(problem, *seed, context.ForSearch());
@@ -249,7 +259,7 @@ absl::StatusOr<Plan> OptimalPlanner::PlanProblem(
 absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
                                               const PlanContext& context) const {
   if (problem.pool_mode == PoolMode::kNone) {
-    return PlanNoneMode(problem, context);
+    return PlanNoneMode(problem, Fast(context));
   }
   std::vector<Plan> candidates;
   const PlanContext search = context.ForSearch();
@@ -259,7 +269,7 @@ absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
     // the time budget, and is left out when it cannot finish within it.
     Problem uncapped = problem;
     uncapped.capacity = 0;
-    PlanContext half = search;
+    PlanContext half = Fast(search);
     if (search.deadline != absl::InfiniteFuture()) {
       half.deadline = absl::Now() + (search.deadline - absl::Now()) / 2;
     }
@@ -271,7 +281,8 @@ absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
       return inductor.status();
     }
   }
-  absl::StatusOr<SolvedLayouts> best_fit = SolveBestFit(problem, context);
+  absl::StatusOr<SolvedLayouts> best_fit =
+      SolveBestFit(problem, Fast(context));
   if (!best_fit.ok()) return best_fit.status();
   candidates.push_back(best_fit->plan);
   Bytes best = TotalPoolBytes(best_fit->plan);

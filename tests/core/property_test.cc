@@ -29,12 +29,17 @@ class PropertyTest : public ::testing::TestWithParam<PropertyParam> {
   const Planner& planner() const { return *std::get<0>(GetParam()); }
   PoolMode pool_mode() const { return std::get<1>(GetParam()); }
 
-  // The context of one plan: search strategies get a small time budget.
-  static PlanContext Context() {
+  // The context of one plan: search strategies get a small deterministic
+  // work budget (the clock, loose, only guards against a hang), so that a
+  // loaded machine cannot end a search at another point the second time.
+  PlanContext Context() {
+    work_left_ = 20;
     PlanContext context;
-    context.search_deadline = absl::Now() + absl::Milliseconds(5);
+    context.search_deadline = absl::Now() + absl::Seconds(10);
+    context.work_left = &work_left_;
     return context;
   }
+  int64_t work_left_ = 0;
 
   // Plans `count` problems of seeds first_seed.. and checks each one; the
   // search strategies (which may spend their whole budget on a problem)
