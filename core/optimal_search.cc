@@ -28,8 +28,9 @@ constexpr int64_t kNodesPerClockCheck = 128;
 constexpr int64_t kMaxNeighborEntries = int64_t{8} << 20;
 
 // Each search's table of partial states proven to lead nowhere stops
-// growing here (16 bytes a state plus the table's overhead: about 40 MB).
-constexpr size_t kMaxFailedStates = size_t{1} << 20;
+// growing here (24 bytes a state plus the table's overhead: about 16 MB;
+// a portfolio has three).
+constexpr size_t kMaxFailedStates = size_t{1} << 19;
 
 // The portfolio runs its searches in turns of this many nodes each.
 constexpr int64_t kNodesPerTurn = 20000;
@@ -934,9 +935,11 @@ int64_t Luby(int64_t i) {
 // Decides one part with a portfolio: two searches that try items at equal
 // offsets in different fixed orders, and one that restarts with ever new
 // orders after budgets following Luby's sequence. They take turns of
-// kNodesPerTurn nodes; the first to find a placement or to exhaust its
-// search space answers (each search is complete on its own). Every search
-// keeps its table of failed states from one capacity to a lower one.
+// kNodesPerTurn nodes, the restarting one every other turn (a fixed order
+// either succeeds soon or stays stuck for long; restarts are what get
+// through the hard instances); the first to find a placement or to exhaust
+// its search space answers (each search is complete on its own). The fixed
+// searches keep their tables of failed states across capacities.
 class Portfolio {
  public:
   explicit Portfolio(const PartData& data) : d_(data) {
@@ -954,8 +957,11 @@ class Portfolio {
     for (PartSearch& search : searches_) search.Start(capacity);
     restart_left_ = 0;
     int64_t left = node_budget;
+    // Turns: the first fixed order, the restarting search, the second
+    // fixed order, the restarting search again.
+    constexpr size_t kTurns[] = {0, 2, 1, 2};
     while (true) {
-      for (size_t k = 0; k < searches_.size(); ++k) {
+      for (size_t k : kTurns) {
         if (left <= 0) return Outcome::kOutOfNodes;
         PartSearch& search = searches_[k];
         if (k == 2 && restart_left_ <= 0) {

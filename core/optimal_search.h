@@ -33,9 +33,11 @@
 //  - exchange: items that cover every section with items left in such a
 //    group wait for its top (the others then fit under a lower capacity).
 // Each part is searched by a portfolio of three searches taking turns: two
-// fixed orders of trying items at equal offsets, and one that restarts with
-// new orders (Luby's budgets). Turns count nodes, not time, so a search
-// that completes gives the same answer on every run.
+// with fixed orders of trying items at equal offsets, and, every other turn,
+// one that restarts with new orders after budgets following Luby's
+// sequence. Turns count nodes, not time, so a search that completes gives
+// the same answer on every run. Minimizing bisects over heights with a
+// node budget per probe that doubles every pass.
 #ifndef MEMPLAN_CORE_OPTIMAL_SEARCH_H_
 #define MEMPLAN_CORE_OPTIMAL_SEARCH_H_
 
