@@ -18,12 +18,12 @@ namespace memplan {
 namespace {
 
 // Search nodes between two looks at the clock and the cancellation flag. A
-// node costs about a microsecond on the largest benchmark instances, so the
-// search notices a deadline well within a millisecond.
+// node costs one to three microseconds on the MiniMalloc benchmarks, so the
+// search notices a deadline within half a millisecond.
 constexpr int64_t kNodesPerClockCheck = 128;
 
 // A part of the problem whose overlap lists would exceed this many entries
-// is not searched: it keeps the greedy placement (the lists stay below
+// is not searched: it keeps the seed's placement (the lists stay below
 // 32 MB).
 constexpr int64_t kMaxNeighborEntries = int64_t{8} << 20;
 
@@ -45,7 +45,6 @@ constexpr int64_t kNodesPerMinimizeProbe = 20000;
 
 // Largest pinned offset accepted, so that offset + size cannot overflow.
 constexpr Bytes kMaxFixedOffset = Bytes{1} << 50;
-
 
 // splitmix64's finalizer.
 uint64_t Mix(uint64_t x) {

@@ -51,23 +51,23 @@
 namespace memplan {
 
 struct SearchOptions {
-  // Optional starting placement (e.g. best-fit's), used as the incumbent:
-  // the search looks only for lower ones. Not owned; may be null. Must place
-  // every item validly (its height may exceed the capacity).
+  // Optional starting placement, used as the incumbent: the search looks
+  // only for lower ones. Not owned; may be null (then BestFitPortfolio's
+  // placement seeds the search). Must place every item validly (its height
+  // may exceed the capacity).
   const Placement* incumbent = nullptr;
 };
 
 struct SearchResult {
-  // The best valid placement found: the lowest one, or with a capacity the
-  // first that fits. Its offsets are empty when nothing was found, which
-  // happens only when the problem has no items to seed from (never in
-  // practice: a greedy placement seeds every search).
+  // The best valid placement found (always one: the seed at worst): the
+  // lowest one, or with a capacity the first that fits. Offsets in bytes,
+  // parallel to PlacementProblem::items.
   Placement placement;
   // `placement` is valid and fits the capacity (when one is set).
   bool found = false;
   // No valid placement is lower than `placement`: the search completed, or
-  // the height equals the lower bound (PlacementLowerBound, or a pinned
-  // item's top).
+  // the height equals a lower bound (PlacementLowerBound, a pinned item's
+  // top, the size of an item with an empty live range).
   bool proven_optimal = false;
   // With a capacity: proven that no placement fits under it.
   bool infeasible_proven = false;
@@ -98,18 +98,21 @@ std::ostream& operator<<(std::ostream& os, const SearchResult& result);
 // lowest placement seen (above the capacity), so the caller can say by how
 // many bytes it misses.
 //
-// Anytime: when `context`'s deadline passes or it is cancelled, returns OK
-// with the best placement so far (within about a millisecond); a greedy
-// placement is made first, so there always is one. The search is
-// deterministic: a run that completes gives the same result on every run.
+// Anytime: when `context` says stop (deadline passed, cancelled), returns OK
+// with the best placement so far, within about a millisecond (the search
+// looks every 128 nodes); the seed comes first, so there always is one
+// (best-fit's quick program-order sweep when the context stopped its
+// portfolio). Never returns DEADLINE_EXCEEDED or CANCELLED. The search
+// counts nodes, not time: a run that completes gives the same result on
+// every run and machine.
 //
-// Returns INVALID_ARGUMENT, naming the item and field, for a negative size,
-// a live range that ends before it begins, an alignment that is not a
-// positive power of two (at most kMaxAlignment), a pinned offset that is not
-// a multiple of the item's alignment, two pinned items that overlap, sizes
-// or offsets past kMaxBufferBytes, or an incumbent that does not place every
-// item validly. Returns INTERNAL if its own placement fails
-// ValidatePlacement (a bug).
+// Returns INVALID_ARGUMENT, naming the item and field, for a negative
+// capacity, a size past kMaxBufferBytes (or negative), a live range that
+// ends before it begins, an alignment that is not a power of two in
+// [1, kMaxAlignment], a pinned offset past 2^50 or not a multiple of the
+// item's alignment, two pinned items that overlap, or an incumbent that
+// does not place every item validly. Returns INTERNAL if its own placement
+// fails ValidatePlacement (a bug).
 absl::StatusOr<SearchResult> OptimalPlace(const PlacementProblem& problem,
                                           const SearchOptions& options,
                                           const PlanContext& context);
