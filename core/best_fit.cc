@@ -12,6 +12,7 @@
 #include "absl/container/btree_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "absl/time/clock.h"
 
 namespace memplan {
 namespace {
@@ -694,7 +695,8 @@ absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
 
 absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
                                            const PlanContext& context,
-                                           BestFitOrder* winner) {
+                                           BestFitOrder* winner,
+                                           absl::Time stop_after) {
   BestFitEngine engine(problem);
   absl::StatusOr<Placement> best;
   BestFitOrder best_order = kAllBestFitOrders[0];
@@ -703,11 +705,23 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
   const Bytes bound = PlacementLowerBound(problem);
   for (const BestFitOrder order : kAllBestFitOrders) {
     if (best.ok() && best->height <= bound) break;
+    if (best.ok() && absl::Now() >= stop_after) break;
+    PlanContext order_context = context;
+    if (best.ok() && stop_after < order_context.deadline) {
+      order_context.deadline = stop_after;
+    }
     absl::StatusOr<Placement> placement =
         order == BestFitOrder::kProgramOrder && !AnyPinned(problem)
-            ? ProgramOrderSweep(problem).Place(context)
-            : engine.Place(order, context);
-    if (!placement.ok()) return placement.status();
+            ? ProgramOrderSweep(problem).Place(order_context)
+            : engine.Place(order, order_context);
+    if (!placement.ok()) {
+      // Out of time for this order: keep the best finished one.
+      if (best.ok() && absl::Now() >= stop_after &&
+          placement.status().code() == absl::StatusCode::kDeadlineExceeded) {
+        break;
+      }
+      return placement.status();
+    }
     if (!best.ok() || placement->height < best->height) {
       best = std::move(placement);
       best_order = order;

@@ -21,6 +21,7 @@
 #define MEMPLAN_CORE_BEST_FIT_H_
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/placement.h"
 #include "core/planner.h"
 
@@ -52,10 +53,13 @@ enum class BestFitOrder {
 };
 
 // Every BestFitOrder, in the enum's order (BestFitPortfolio's tie order).
+// The contention orders come first: they win most often on large traces,
+// and the portfolio stops at the first order that meets the lower bound or,
+// as an anytime step, when its time is up.
 inline constexpr BestFitOrder kAllBestFitOrders[] = {
+    BestFitOrder::kContentionDescending,  BestFitOrder::kContentionBandDescending,
     BestFitOrder::kSizeDescending,        BestFitOrder::kLengthDescending,
     BestFitOrder::kAreaDescending,        BestFitOrder::kProgramOrder,
-    BestFitOrder::kContentionDescending,  BestFitOrder::kContentionBandDescending,
 };
 
 // Returns "size", "length", "area", "program", "contention" or
@@ -89,9 +93,13 @@ absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
 // `*winner` (when not null) to that order. Stops early once an order
 // reaches PlacementLowerBound. Returns DEADLINE_EXCEEDED or CANCELLED when
 // `context` says so. As XLA's ChooseBestHeapAlgorithm.
-absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
-                                           const PlanContext& context,
-                                           BestFitOrder* winner = nullptr);
+// With `stop_after` set, the portfolio is an anytime step (auto's time
+// budget): the first order runs to the end, later ones stop at that time,
+// and the best finished placement is returned.
+absl::StatusOr<Placement> BestFitPortfolio(
+    const PlacementProblem& problem, const PlanContext& context,
+    BestFitOrder* winner = nullptr,
+    absl::Time stop_after = absl::InfiniteFuture());
 
 }  // namespace memplan
 

@@ -85,14 +85,18 @@ absl::StatusOr<SolvedLayouts> SolveProblem(const Problem& problem,
   return solved;
 }
 
-absl::StatusOr<SolvedLayouts> SolveBestFit(const Problem& problem,
-                                           const PlanContext& context) {
+// Runs the best-fit portfolio on every layout; with `stop_after` set, each
+// device's portfolio starts no new order after it (auto's time budget).
+absl::StatusOr<SolvedLayouts> SolveBestFit(
+    const Problem& problem, const PlanContext& context,
+    absl::Time stop_after = absl::InfiniteFuture()) {
   std::string winner;
-  PlaceFn place = [&winner](const PlacementProblem& placement,
-                            const PlanContext& share)
+  PlaceFn place = [&winner, stop_after](const PlacementProblem& placement,
+                                        const PlanContext& share)
       -> absl::StatusOr<Placement> {
     BestFitOrder order = BestFitOrder::kSizeDescending;
-    absl::StatusOr<Placement> placed = BestFitPortfolio(placement, share, &order);
+    absl::StatusOr<Placement> placed =
+        BestFitPortfolio(placement, share, &order, stop_after);
     if (placed.ok() && winner.empty()) winner = BestFitOrderName(order);
     return placed;
   };
@@ -282,7 +286,7 @@ absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
     }
   }
   absl::StatusOr<SolvedLayouts> best_fit =
-      SolveBestFit(problem, Fast(context));
+      SolveBestFit(problem, Fast(context), search.deadline);
   if (!best_fit.ok()) return best_fit.status();
   candidates.push_back(best_fit->plan);
   Bytes best = TotalPoolBytes(best_fit->plan);

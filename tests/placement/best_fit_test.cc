@@ -233,8 +233,8 @@ TEST(BestFitOrderNameTest, NamesEveryOrder) {
   for (const BestFitOrder order : kAllBestFitOrders) {
     names.push_back(BestFitOrderName(order));
   }
-  EXPECT_THAT(names, ElementsAre("size", "length", "area", "program",
-                                 "contention", "contention_band"));
+  EXPECT_THAT(names, ElementsAre("contention", "contention_band", "size",
+                                 "length", "area", "program"));
 }
 
 TEST(BestFitPlaceTest, StopsAtTheDeadline) {
@@ -279,8 +279,8 @@ TEST(BestFitPlaceTest, StopsWhenCancelled) {
 //        0   1   2    3                      0   1   2   3
 //
 // By size, d takes 0 once b has ended and c finds only a 1-byte gap; by
-// length, c goes above b and d fits under it. The area order also reaches
-// 10, but length comes first.
+// length, c goes above b and d fits under it. The contention and area
+// orders also reach 10, and contention is listed first.
 TEST(BestFitPortfolioTest, KeepsTheLowestAndNamesTheWinner) {
   PlacementProblem problem;
   problem.items = {Item(0, 1, 5), Item(0, 2, 5), Item(1, 3, 2),
@@ -299,8 +299,10 @@ TEST(BestFitPortfolioTest, KeepsTheLowestAndNamesTheWinner) {
   absl::StatusOr<Placement> best =
       BestFitPortfolio(problem, PlanContext(), &winner);
   ASSERT_TRUE(best.ok()) << best.status();
-  EXPECT_EQ(winner, BestFitOrder::kLengthDescending);
-  EXPECT_EQ(*best, *by_length);
+  EXPECT_EQ(winner, BestFitOrder::kContentionDescending);
+  EXPECT_EQ(best->height, by_length->height);
+  EXPECT_EQ(*best, *BestFitPlace(problem, BestFitOrder::kContentionDescending,
+                                 PlanContext()));
 }
 
 // --- Property tests -------------------------------------------------------
