@@ -1,8 +1,11 @@
 #include "proto/graph_files.h"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -248,6 +251,19 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv) {
         "empty CSV (expected a header id,lower,upper,size)");
   }
   return request;
+}
+
+std::vector<std::string> FilesWithExtension(const std::string& dir,
+                                            absl::string_view extension) {
+  std::vector<std::string> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().extension().string() == extension) {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {

@@ -14,6 +14,7 @@
 #define MEMPLAN_PROTO_GRAPH_FILES_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -73,6 +74,11 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCorpusJson(
 // too few columns, a number is not an integer, a size or offset is
 // negative, an alignment is not a power of two, or lower > upper.
 absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv);
+
+// Returns the paths of the files directly in `dir` whose names end in
+// `extension` (e.g. ".json"), sorted; empty when `dir` cannot be read.
+std::vector<std::string> FilesWithExtension(const std::string& dir,
+                                            absl::string_view extension);
 
 // Returns the contents of the file at `path`. Returns NOT_FOUND when it
 // cannot be opened and UNAVAILABLE when reading fails, naming the path.

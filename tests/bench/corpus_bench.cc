@@ -46,13 +46,8 @@ absl::StatusOr<double> TimePlanning(const Planner& planner,
 }
 
 int Run() {
-  std::vector<std::string> files;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(
-           absl::GetFlag(FLAGS_corpus_dir), error)) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
+  const std::vector<std::string> files =
+      FilesWithExtension(absl::GetFlag(FLAGS_corpus_dir), ".json");
   if (files.empty()) {
     std::fprintf(stderr, "no corpus files in %s\n",
                  absl::GetFlag(FLAGS_corpus_dir).c_str());

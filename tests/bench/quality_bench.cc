@@ -34,17 +34,6 @@ ABSL_FLAG(absl::Duration, time_budget, absl::Milliseconds(100),
 namespace memplan {
 namespace {
 
-std::vector<std::string> FilesIn(const std::string& dir,
-                                 const std::string& extension) {
-  std::vector<std::string> files;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    if (entry.path().extension() == extension) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 struct Outcome {
   Bytes total = 0;
   double seconds = 0;
@@ -85,7 +74,7 @@ int RunAll() {
     double worst_auto = 1, worst_inductor = 1, log_sum = 0;
     int count = 0;
     for (const std::string& file :
-         FilesIn(absl::GetFlag(FLAGS_corpus_dir), ".json")) {
+         FilesWithExtension(absl::GetFlag(FLAGS_corpus_dir), ".json")) {
       absl::StatusOr<CorpusGraph> graph = ReadCorpusFile(file);
       if (!graph.ok()) return 1;
       absl::StatusOr<Problem> problem = RequestToProblem(graph->request);
@@ -112,7 +101,7 @@ int RunAll() {
   std::printf("idealloc traces (auto, ratio to the lower bound)\n\n");
   std::printf("| trace | buffers | auto | winner | seconds |\n");
   std::printf("| --- | ---: | ---: | --- | ---: |\n");
-  for (const std::string& file : FilesIn(
+  for (const std::string& file : FilesWithExtension(
            absl::GetFlag(FLAGS_benchmarks_dir) + "/idealloc", ".csv")) {
     absl::StatusOr<v1::PlanMemoryRequest> request = RequestFromFile(file);
     if (!request.ok()) return 1;

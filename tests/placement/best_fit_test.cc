@@ -20,16 +20,6 @@ namespace {
 
 using ::testing::ElementsAre;
 
-PlacementItem Item(Timestep begin, Timestep end, Bytes size,
-                   Bytes alignment = 1, Bytes fixed_offset = -1) {
-  PlacementItem item;
-  item.live_range = {begin, end};
-  item.size = size;
-  item.alignment = alignment;
-  item.fixed_offset = fixed_offset;
-  return item;
-}
-
 Placement PlaceOrDie(const PlacementProblem& problem,
                      BestFitOrder order = BestFitOrder::kSizeDescending) {
   absl::StatusOr<Placement> placement =

@@ -14,19 +14,10 @@
 #include "absl/time/time.h"
 #include "core/placement.h"
 #include "gtest/gtest.h"
+#include "tests/placement/random_placement.h"
 
 namespace memplan {
 namespace {
-
-PlacementItem Item(Timestep begin, Timestep end, Bytes size,
-                   Bytes alignment = 1, Bytes fixed_offset = -1) {
-  PlacementItem item;
-  item.live_range = {begin, end};
-  item.size = size;
-  item.alignment = alignment;
-  item.fixed_offset = fixed_offset;
-  return item;
-}
 
 bool Meet(const PlacementItem& a, const PlacementItem& b) {
   return a.size > 0 && b.size > 0 &&

@@ -8,21 +8,12 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/placement/random_placement.h"
 
 namespace memplan {
 namespace {
 
 using ::testing::HasSubstr;
-
-PlacementItem Item(Timestep begin, Timestep end, Bytes size,
-                   Bytes alignment = 1, Bytes fixed_offset = -1) {
-  PlacementItem item;
-  item.live_range = {begin, end};
-  item.size = size;
-  item.alignment = alignment;
-  item.fixed_offset = fixed_offset;
-  return item;
-}
 
 Placement At(const PlacementProblem& problem, std::vector<Bytes> offsets) {
   Placement placement;

@@ -38,4 +38,14 @@ PlacementProblem RandomPlacementProblem(
   return problem;
 }
 
+PlacementItem Item(Timestep begin, Timestep end, Bytes size, Bytes alignment,
+                   Bytes fixed_offset) {
+  PlacementItem item;
+  item.live_range = {begin, end};
+  item.size = size;
+  item.alignment = alignment;
+  item.fixed_offset = fixed_offset;
+  return item;
+}
+
 }  // namespace memplan

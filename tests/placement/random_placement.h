@@ -28,6 +28,11 @@ struct RandomPlacementOptions {
   int max_alignment_log2 = 0;
 };
 
+// Returns an item live over the half-open [begin, end) timesteps, of
+// `size` bytes: the building block of hand-drawn test cases.
+PlacementItem Item(Timestep begin, Timestep end, Bytes size,
+                   Bytes alignment = 1, Bytes fixed_offset = -1);
+
 // Returns a problem of options.num_items items, capacity unbounded.
 PlacementProblem RandomPlacementProblem(uint64_t seed,
                                         const RandomPlacementOptions& options);

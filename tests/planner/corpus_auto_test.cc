@@ -19,14 +19,7 @@ namespace memplan {
 namespace {
 
 std::vector<std::string> CorpusFiles() {
-  std::vector<std::string> files;
-  std::error_code error;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(MEMPLAN_CORPUS_DIR, error)) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
+  return FilesWithExtension(MEMPLAN_CORPUS_DIR, ".json");
 }
 
 class CorpusAutoTest
