@@ -1,7 +1,5 @@
 #include "proto/graph_files.h"
 
-#include <filesystem>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
