@@ -240,8 +240,10 @@ absl::StatusOr<Plan> OptimalPlanner::PlanProblem(
   if (problem.pool_mode == PoolMode::kNone) {
     return PlanNoneMode(problem, Fast(context));
   }
-  // Best-fit first: fast, and the search's first incumbent.
-  absl::StatusOr<SolvedLayouts> seed = SolveBestFit(problem, Fast(context));
+  // Best-fit first: fast, and the search's first incumbent; an anytime
+  // step within the time budget, as in auto.
+  absl::StatusOr<SolvedLayouts> seed =
+      SolveBestFit(problem, Fast(context), context.ForSearch().deadline);
   if (!seed.ok()) return seed.status();
   absl::StatusOr<SearchOutcome> outcome =
       Search(problem, *seed, context.ForSearch());
