@@ -9,42 +9,12 @@
 #include "core/stats.h"
 #include "core/types.h"
 #include "proto/grpc_status.h"
+#include "tests/service/test_requests.h"
 
 namespace memplan {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Three buffers on one device:
-//
-//   bytes ^
-//     300 |     +---------+
-//         |     |  b 200  |
-//     100 +-----+----+----+----+
-//         | a 100    | c 50 (output)
-//         +----+----+----+----+--> timestep
-//         0    1    2    3    4
-v1::PlanMemoryRequest SmallRequest() {
-  v1::PlanMemoryRequest request;
-  const struct {
-    const char* name;
-    int64_t size, begin, end;
-    bool is_output;
-  } kBuffers[] = {{"a", 100, 0, 2, false},
-                  {"b", 200, 1, 3, false},
-                  {"c", 50, 2, 4, true}};
-  for (const auto& b : kBuffers) {
-    v1::Buffer* buffer = request.add_buffers();
-    buffer->add_names(b.name);
-    buffer->set_size_bytes(b.size);
-    buffer->mutable_live_range()->set_begin(b.begin);
-    buffer->mutable_live_range()->set_end(b.end);
-    buffer->set_is_output(b.is_output);
-    buffer->set_device("cuda:0");
-    buffer->set_dtype("torch.float32");
-  }
-  return request;
-}
 
 // Expects RequestToProblem(request) to fail with INVALID_ARGUMENT and a
 // message containing every one of `parts`.

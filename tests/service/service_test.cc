@@ -21,6 +21,7 @@
 #include "proto/convert.h"
 #include "server/server.h"
 #include "server/service.h"
+#include "tests/service/test_requests.h"
 
 namespace memplan {
 namespace {
@@ -28,33 +29,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-// Three buffers on one device:
-//
-//   bytes ^
-//     300 |     +---------+
-//         |     |  b 200  |
-//     100 +-----+----+----+----+
-//         | a 100    | c 50 (output)
-//         +----+----+----+----+--> timestep
-//         0    1    2    3    4
-v1::PlanMemoryRequest SmallRequest(v1::Strategy strategy) {
-  v1::PlanMemoryRequest request;
-  const struct {
-    const char* name;
-    int64_t size, begin, end;
-    bool is_output;
-  } kBuffers[] = {{"a", 100, 0, 2, false},
-                  {"b", 200, 1, 3, false},
-                  {"c", 50, 2, 4, true}};
-  for (const auto& b : kBuffers) {
-    v1::Buffer* buffer = request.add_buffers();
-    buffer->add_names(b.name);
-    buffer->set_size_bytes(b.size);
-    buffer->mutable_live_range()->set_begin(b.begin);
-    buffer->mutable_live_range()->set_end(b.end);
-    buffer->set_is_output(b.is_output);
-    buffer->set_device("cuda:0");
-  }
+// SmallRequest() (tests/service/test_requests.h) with `strategy`.
+v1::PlanMemoryRequest SmallRequestWith(v1::Strategy strategy) {
+  v1::PlanMemoryRequest request = SmallRequest();
   request.mutable_options()->set_strategy(strategy);
   return request;
 }
@@ -220,7 +197,7 @@ Server* ServerFixture::server_ = nullptr;
 class ServiceTest : public ServerFixture,
                     public ::testing::WithParamInterface<v1::Strategy> {
  protected:
-  v1::PlanMemoryRequest Small() const { return SmallRequest(GetParam()); }
+  v1::PlanMemoryRequest Small() const { return SmallRequestWith(GetParam()); }
 
   v1::PlanMemoryRequest Large(int count) const {
     v1::PlanMemoryRequest request = LargeRequest(count);
@@ -516,8 +493,9 @@ class StrategyTest : public ServerFixture {};
 // The default strategy is auto: the same plan, planner and graph hash.
 TEST_F(StrategyTest, DefaultStrategyIsAuto) {
   v1::PlanMemoryResponse unspecified =
-      ExpectPlans(SmallRequest(v1::STRATEGY_UNSPECIFIED));
-  v1::PlanMemoryResponse automatic = ExpectPlans(SmallRequest(v1::STRATEGY_AUTO));
+      ExpectPlans(SmallRequestWith(v1::STRATEGY_UNSPECIFIED));
+  v1::PlanMemoryResponse automatic =
+      ExpectPlans(SmallRequestWith(v1::STRATEGY_AUTO));
   unspecified.mutable_stats()->clear_planning_micros();
   automatic.mutable_stats()->clear_planning_micros();
   EXPECT_EQ(unspecified.SerializeAsString(), automatic.SerializeAsString());
@@ -526,7 +504,7 @@ TEST_F(StrategyTest, DefaultStrategyIsAuto) {
 // Inductor places every buffer itself at multiples of options.alignment: a
 // pin or a larger alignment is refused, naming the buffer and the field.
 TEST_F(StrategyTest, InductorRefusesPinsAndLargerAlignments) {
-  v1::PlanMemoryRequest pinned = SmallRequest(v1::STRATEGY_INDUCTOR);
+  v1::PlanMemoryRequest pinned = SmallRequestWith(v1::STRATEGY_INDUCTOR);
   pinned.mutable_buffers(1)->set_fixed_offset(0);
   absl::StatusOr<v1::PlanMemoryResponse> response = client_->PlanMemory(pinned);
   EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument)
@@ -534,7 +512,7 @@ TEST_F(StrategyTest, InductorRefusesPinsAndLargerAlignments) {
   EXPECT_THAT(std::string(response.status().message()),
               HasSubstr("buffers[1] (\"b\"): fixed_offset"));
 
-  v1::PlanMemoryRequest aligned = SmallRequest(v1::STRATEGY_INDUCTOR);
+  v1::PlanMemoryRequest aligned = SmallRequestWith(v1::STRATEGY_INDUCTOR);
   aligned.mutable_buffers(2)->set_alignment(4096);
   response = client_->PlanMemory(aligned);
   EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument)
@@ -551,7 +529,7 @@ TEST_F(StrategyTest, InductorRefusesPinsAndLargerAlignments) {
 // 64 past a's 100 bytes), c over a's bytes once a is dead: 328 bytes, and no
 // plan does better (b below a would need a at 256: 356).
 TEST_F(StrategyTest, OptimalProvesItsPlanMinimal) {
-  v1::PlanMemoryRequest request = SmallRequest(v1::STRATEGY_OPTIMAL);
+  v1::PlanMemoryRequest request = SmallRequestWith(v1::STRATEGY_OPTIMAL);
   request.mutable_options()->set_pool_mode(v1::POOL_MODE_COMBINED);
   const v1::PlanMemoryResponse response = ExpectPlans(request);
   EXPECT_EQ(response.stats().planner(), "optimal");
@@ -563,7 +541,7 @@ TEST_F(StrategyTest, OptimalProvesItsPlanMinimal) {
 // Auto keeps the smallest plan, Inductor's among the candidates.
 TEST_F(StrategyTest, AutoIsNeverLargerThanInductor) {
   for (const v1::PlanMemoryRequest& base :
-       {SmallRequest(v1::STRATEGY_UNSPECIFIED), LargeRequest(300),
+       {SmallRequestWith(v1::STRATEGY_UNSPECIFIED), LargeRequest(300),
         RandomRequest(80, 3)}) {
     v1::PlanMemoryRequest inductor = base;
     inductor.mutable_options()->set_strategy(v1::STRATEGY_INDUCTOR);
@@ -656,7 +634,7 @@ TEST(ServerTest, OversizedRequestIsResourceExhaustedAndServingGoesOn) {
     EXPECT_EQ(response.status().code(), absl::StatusCode::kResourceExhausted)
         << response.status();
     const absl::StatusOr<v1::PlanMemoryResponse> small =
-        client.PlanMemory(SmallRequest(v1::STRATEGY_INDUCTOR));
+        client.PlanMemory(SmallRequestWith(v1::STRATEGY_INDUCTOR));
     EXPECT_TRUE(small.ok()) << small.status();
   }
 }
@@ -669,7 +647,7 @@ TEST(ServerTest, BindsAFreePortAndReportsIt) {
   ASSERT_GT(server.port(), 0);
   EXPECT_EQ(server.address(), "127.0.0.1:" + std::to_string(server.port()));
   MemplanClient client(CreateChannel(server.address()));
-  EXPECT_TRUE(client.PlanMemory(SmallRequest(v1::STRATEGY_INDUCTOR)).ok());
+  EXPECT_TRUE(client.PlanMemory(SmallRequestWith(v1::STRATEGY_INDUCTOR)).ok());
 
   // The port is taken now: a second server cannot listen there.
   Server::Options same_port;
