@@ -23,15 +23,16 @@ namespace {
 using PlaceFn = std::function<absl::StatusOr<Placement>(
     const PlacementProblem&, const PlanContext&)>;
 
-// Solves every layout of `problem` with `place` (outputs mode in its two
-// stages) and returns the plan with the placements used. Each solve gets
-// an equal share of the time left to the context's deadline.
+// A problem's layouts, the placement of each, and the plan they make.
 struct SolvedLayouts {
   std::vector<DeviceLayout> layouts;
   std::vector<Placement> placements;
   Plan plan;
 };
 
+// Places every layout with `place`, in device order. Each solve gets an
+// equal share of the time left to the context's deadline (and of its work
+// budget), counting `stages_left` solves per device.
 absl::StatusOr<std::vector<Placement>> SolveAll(
     const std::vector<DeviceLayout>& layouts, const PlaceFn& place,
     const PlanContext& context, int stages_left) {
@@ -63,6 +64,8 @@ absl::StatusOr<std::vector<Placement>> SolveAll(
   return placements;
 }
 
+// Solves every layout of `problem` with `place` (outputs mode in its two
+// stages) and returns the plan with the placements used.
 absl::StatusOr<SolvedLayouts> SolveProblem(const Problem& problem,
                                            const PlaceFn& place,
                                            const PlanContext& context) {
