@@ -5,6 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/problem.h"
+#include "core/validator.h"
+#include "gtest/gtest.h"
 
 namespace memplan {
 
@@ -100,6 +103,17 @@ Buffer MakeBuffer(std::string name, Bytes size, Timestep begin, Timestep end,
   buffer.is_output = is_output;
   buffer.device = std::move(device);
   return buffer;
+}
+
+Plan PlanAndValidate(const Planner& planner, const Problem& problem,
+                     const PlanContext& context) {
+  EXPECT_TRUE(ValidateProblem(problem).ok()) << ValidateProblem(problem);
+  absl::StatusOr<Plan> plan = planner.PlanProblem(problem, context);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return {};
+  absl::Status valid = ValidatePlan(problem, *plan);
+  EXPECT_TRUE(valid.ok()) << valid << "\n" << *plan;
+  return *plan;
 }
 
 }  // namespace memplan

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/planner.h"
 #include "core/types.h"
 
 namespace memplan {
@@ -58,6 +59,12 @@ struct RandomProblemOptions {
 // [begin, end), on `device`: the building block of hand-drawn test cases.
 Buffer MakeBuffer(std::string name, Bytes size, Timestep begin, Timestep end,
                   bool is_output = false, std::string device = "cuda:0");
+
+// Plans `problem` with `planner` under `context` and returns the plan,
+// adding a test failure when the problem is invalid, planning fails or the
+// plan fails ValidatePlan (then returns an empty plan).
+Plan PlanAndValidate(const Planner& planner, const Problem& problem,
+                     const PlanContext& context = {});
 
 // Returns a problem that passes ValidateProblem: buffer i is named "buf<i>"
 // (aliases "buf<i>_a<j>"), devices are drawn uniformly, sizes and ranges as

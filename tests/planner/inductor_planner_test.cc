@@ -15,13 +15,7 @@ namespace memplan {
 namespace {
 
 Plan PlanOrDie(const Problem& problem) {
-  EXPECT_TRUE(ValidateProblem(problem).ok());
-  absl::StatusOr<Plan> plan = InductorPlanner().PlanProblem(problem, {});
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  if (!plan.ok()) return {};
-  absl::Status valid = ValidatePlan(problem, *plan);
-  EXPECT_TRUE(valid.ok()) << valid << "\n" << *plan;
-  return *plan;
+  return PlanAndValidate(InductorPlanner(), problem);
 }
 
 // offset

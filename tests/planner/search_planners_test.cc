@@ -28,14 +28,7 @@ class SearchPlannersTest : public testing::TestWithParam<std::string> {
   const Planner& planner() const { return *FindPlanner(GetParam()); }
 
   Plan PlanOrDie(const Problem& problem) {
-    EXPECT_TRUE(ValidateProblem(problem).ok());
-    absl::StatusOr<Plan> plan =
-        planner().PlanProblem(problem, Budget(absl::Milliseconds(50)));
-    EXPECT_TRUE(plan.ok()) << plan.status();
-    if (!plan.ok()) return {};
-    absl::Status valid = ValidatePlan(problem, *plan);
-    EXPECT_TRUE(valid.ok()) << valid << "\n" << *plan;
-    return *plan;
+    return PlanAndValidate(planner(), problem, Budget(absl::Milliseconds(50)));
   }
 };
 
