@@ -1,0 +1,126 @@
+// Inductor's wrapper lines in, buffer groups and live ranges out: what
+// Inductor's MemoryPlanner does before it allocates (torch 2.11,
+// torch/_inductor/codegen/memory_planning.py: drop_removed_buffers,
+// compute_buffer_groups, convert_to_pool_lines, compute_live_ranges), and
+// after (mark_first_last_usage).
+//
+// The lines are the wrapper's, in program order. A run of consecutive
+// memory-planning lines (ALLOCATE, FREE_IF_NOT_REUSED, REUSE) is one
+// timestep, numbered from 1; any other line (a kernel call, entering or
+// leaving a subgraph) only separates runs:
+//
+//   line  0 ALLOCATE buf0        timestep 1   group buf0, buf2: [1, 3)
+//   line  1 ALLOCATE buf1        timestep 1   group buf1: [1, 4) (output)
+//   line  2 kernel
+//   line  3 REUSE buf0 -> buf2   timestep 2   (buf2 joins buf0's group)
+//   line  4 kernel
+//   line  5 FREE buf2            timestep 3
+//   line  6 kernel                            3 timesteps: outputs end at 4
+//
+// A group's live range is [first, last] of the timesteps of its ALLOCATE
+// and FREE_IF_NOT_REUSED lines (a REUSE line does not use the group), kept
+// as Inductor's LiveRange(begin, end) numbers, which memplan reads as the
+// half-open [begin, end) of core/types.h with Inductor's overlap rule
+// (core/live_ranges.h). Outputs extend to one past the last timestep.
+#ifndef MEMPLAN_CORE_WRAPPER_LINES_H_
+#define MEMPLAN_CORE_WRAPPER_LINES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/types.h"
+
+namespace memplan {
+
+// The kind of one wrapper line.
+enum class WrapperLineKind {
+  kAllocate,         // AllocateLine: a buffer is allocated
+  kFreeIfNotReused,  // FreeIfNotReusedLine: a buffer is freed
+  kReuse,            // ReuseLine: `name`'s storage is reused as `reused_as`
+  kOther,            // any other line, e.g. a kernel call
+  kEnterSubgraph,    // EnterSubgraphLine
+  kExitSubgraph,     // ExitSubgraphLine
+};
+
+// One wrapper line. Fields a kind does not use are ignored.
+struct WrapperLine {
+  WrapperLineKind kind = WrapperLineKind::kOther;
+  // kAllocate, kFreeIfNotReused: the buffer; kReuse: the reused buffer.
+  std::string name;
+  std::string reused_as;  // kReuse: the new buffer's name
+  // kAllocate: the buffer's bytes (size hint), its sympy expression, device,
+  // dtype, and whether its size depends on data.
+  Bytes size = 0;
+  std::string symbolic_size;
+  std::string device;
+  std::string dtype;
+  bool size_is_data_dependent = false;
+};
+
+// A graph's wrapper lines with what Inductor's V.graph tells its planner.
+struct WrapperProgram {
+  std::vector<WrapperLine> lines;
+  std::vector<std::string> output_names;     // V.graph.get_output_names()
+  std::vector<std::string> removed_buffers;  // V.graph.removed_buffers
+};
+
+// The buffer groups of a WrapperProgram and which lines touch them.
+struct PoolLines {
+  // One per group, in Inductor's BufferGroup order (first ALLOCATE first):
+  // names (the allocating buffer first, then the names reusing it in
+  // order), size, symbolic size, device, dtype and data dependence from the
+  // ALLOCATE line, live range and is_output as above.
+  std::vector<Buffer> buffers;
+  // Per line: the group its AllocFromPoolLine / DeallocFromPoolLine belongs
+  // to, or -1 (the line is not a pool line: dropped, reuse, another kind,
+  // or a free of a buffer that no group holds).
+  std::vector<int32_t> group_of_line;
+  // Per line: its timestep (1, 2, ...); 0 for lines outside every run.
+  std::vector<Timestep> timestep_of_line;
+  // Per line: whether it is an ALLOCATE (true) or FREE_IF_NOT_REUSED line
+  // of a group (meaningful where group_of_line >= 0).
+  std::vector<bool> allocates;
+};
+
+// Derives the buffer groups and live ranges exactly as Inductor's
+// MemoryPlanner (drop_removed_buffers, compute_buffer_groups,
+// convert_to_pool_lines, compute_live_ranges):
+//   - ALLOCATE, FREE_IF_NOT_REUSED and REUSE lines of a removed buffer (for
+//     REUSE: the reused one) are dropped, but still count as
+//     memory-planning lines of their run;
+//   - REUSE old -> new adds `new` to old's group when old has one, and is
+//     ignored otherwise;
+//   - a group is an output when any of its names is in output_names.
+// Returns INVALID_ARGUMENT naming the line (`lines[i]`) and field for a
+// buffer allocated twice, an empty name, a REUSE whose new name already
+// has a group, or a negative size. Sizes and devices are checked further
+// by ValidateProblem.
+absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program);
+
+// When a pool is created and destroyed in the wrapper (Inductor's
+// mark_first_last_usage): line indices into WrapperProgram::lines.
+struct PoolUsage {
+  // The first AllocFromPoolLine of a buffer in the pool (where the wrapper
+  // creates the pool); -1 when none.
+  int64_t first_allocation_line = -1;
+  // The last DeallocFromPoolLine of a buffer in the pool, when its timestep
+  // is at or after the end of every live range in the pool (where the
+  // wrapper frees the pool); -1 otherwise, e.g. for a pool holding an
+  // output, which outlives the graph.
+  int64_t last_free_line = -1;
+
+  friend bool operator==(const PoolUsage& a, const PoolUsage& b) {
+    return a.first_allocation_line == b.first_allocation_line &&
+           a.last_free_line == b.last_free_line;
+  }
+};
+
+// Returns one PoolUsage per pool of `plan`, a plan of `lines.buffers`.
+std::vector<PoolUsage> MarkFirstLastUsage(const PoolLines& lines,
+                                          const Plan& plan);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_WRAPPER_LINES_H_

@@ -1,0 +1,246 @@
+#include "core/wrapper_lines.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/convert.h"
+#include "proto/graph_files.h"
+
+namespace memplan {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+WrapperLine Allocate(const std::string& name, Bytes size,
+                     const std::string& device = "cuda:0") {
+  WrapperLine line;
+  line.kind = WrapperLineKind::kAllocate;
+  line.name = name;
+  line.size = size;
+  line.symbolic_size = absl::StrCat(size);
+  line.device = device;
+  line.dtype = "torch.float32";
+  return line;
+}
+
+WrapperLine Free(const std::string& name) {
+  WrapperLine line;
+  line.kind = WrapperLineKind::kFreeIfNotReused;
+  line.name = name;
+  return line;
+}
+
+WrapperLine Reuse(const std::string& old_name, const std::string& new_name) {
+  WrapperLine line;
+  line.kind = WrapperLineKind::kReuse;
+  line.name = old_name;
+  line.reused_as = new_name;
+  return line;
+}
+
+WrapperLine Line(WrapperLineKind kind) {
+  WrapperLine line;
+  line.kind = kind;
+  return line;
+}
+
+WrapperLine Kernel() { return Line(WrapperLineKind::kOther); }
+
+PoolLines GroupOrDie(const WrapperProgram& program) {
+  absl::StatusOr<PoolLines> lines = GroupWrapperLines(program);
+  EXPECT_TRUE(lines.ok()) << lines.status();
+  return lines.ok() ? *std::move(lines) : PoolLines();
+}
+
+// The example of core/wrapper_lines.h.
+TEST(GroupWrapperLinesTest, GroupsReusesAndExtendsOutputs) {
+  WrapperProgram program;
+  program.lines = {Allocate("buf0", 128), Allocate("buf1", 64), Kernel(),
+                   Reuse("buf0", "buf2"), Kernel(),      Free("buf2"),
+                   Kernel()};
+  program.output_names = {"buf1"};
+  const PoolLines lines = GroupOrDie(program);
+  ASSERT_EQ(lines.buffers.size(), 2u);
+  EXPECT_THAT(lines.buffers[0].names, ElementsAre("buf0", "buf2"));
+  EXPECT_EQ(lines.buffers[0].size, 128);
+  EXPECT_EQ(lines.buffers[0].live_range, (LiveRange{1, 3}));
+  EXPECT_FALSE(lines.buffers[0].is_output);
+  EXPECT_THAT(lines.buffers[1].names, ElementsAre("buf1"));
+  EXPECT_EQ(lines.buffers[1].live_range, (LiveRange{1, 4}));
+  EXPECT_TRUE(lines.buffers[1].is_output);
+  EXPECT_EQ(lines.buffers[1].device, "cuda:0");
+  EXPECT_EQ(lines.buffers[1].dtype, "torch.float32");
+  EXPECT_THAT(lines.group_of_line, ElementsAre(0, 1, -1, -1, -1, 0, -1));
+  EXPECT_THAT(lines.timestep_of_line, ElementsAre(1, 1, 0, 2, 0, 3, 0));
+}
+
+TEST(GroupWrapperLinesTest, AnOutputNamedByAReuseMakesTheGroupAnOutput) {
+  WrapperProgram program;
+  program.lines = {Allocate("buf0", 64), Kernel(), Reuse("buf0", "buf1"),
+                   Kernel()};
+  program.output_names = {"buf1"};
+  const PoolLines lines = GroupOrDie(program);
+  ASSERT_EQ(lines.buffers.size(), 1u);
+  EXPECT_TRUE(lines.buffers[0].is_output);
+  EXPECT_EQ(lines.buffers[0].live_range, (LiveRange{1, 3}));
+}
+
+TEST(GroupWrapperLinesTest, RemovedBuffersAreDroppedButKeepTheirTimestep) {
+  WrapperProgram program;
+  program.lines = {Allocate("gone", 64), Kernel(), Allocate("buf0", 64),
+                   Kernel(), Free("gone"), Kernel(), Free("buf0")};
+  program.removed_buffers = {"gone"};
+  const PoolLines lines = GroupOrDie(program);
+  ASSERT_EQ(lines.buffers.size(), 1u);
+  // "gone"'s lines still make timesteps 1 and 3 (they became NullLines).
+  EXPECT_EQ(lines.buffers[0].live_range, (LiveRange{2, 4}));
+  EXPECT_THAT(lines.group_of_line, ElementsAre(-1, -1, 0, -1, -1, -1, 0));
+}
+
+TEST(GroupWrapperLinesTest, ReuseOfStorageNoGroupHoldsIsIgnored) {
+  WrapperProgram program;
+  // "arg0" is a graph input: no ALLOCATE line, so no group.
+  program.lines = {Reuse("arg0", "buf0"), Kernel(), Allocate("buf1", 64),
+                   Kernel(), Free("buf0"), Free("buf1")};
+  const PoolLines lines = GroupOrDie(program);
+  ASSERT_EQ(lines.buffers.size(), 1u);
+  EXPECT_THAT(lines.buffers[0].names, ElementsAre("buf1"));
+  EXPECT_EQ(lines.buffers[0].live_range, (LiveRange{2, 3}));
+  EXPECT_THAT(lines.group_of_line, ElementsAre(-1, -1, 0, -1, -1, 0));
+}
+
+TEST(GroupWrapperLinesTest, SubgraphLinesSeparateTimesteps) {
+  WrapperProgram program;
+  program.lines = {Allocate("buf0", 64),
+                   Line(WrapperLineKind::kEnterSubgraph),
+                   Allocate("buf1", 64),
+                   Line(WrapperLineKind::kExitSubgraph),
+                   Free("buf1"),
+                   Free("buf0")};
+  const PoolLines lines = GroupOrDie(program);
+  ASSERT_EQ(lines.buffers.size(), 2u);
+  EXPECT_EQ(lines.buffers[0].live_range, (LiveRange{1, 3}));
+  EXPECT_EQ(lines.buffers[1].live_range, (LiveRange{2, 3}));
+}
+
+TEST(GroupWrapperLinesTest, ABufferNeverFreedEndsWhereItBegins) {
+  WrapperProgram program;
+  program.lines = {Kernel(), Allocate("buf0", 64), Kernel(), Kernel()};
+  const PoolLines lines = GroupOrDie(program);
+  ASSERT_EQ(lines.buffers.size(), 1u);
+  EXPECT_EQ(lines.buffers[0].live_range, (LiveRange{1, 1}));
+}
+
+TEST(GroupWrapperLinesTest, RejectsMalformedLinesNamingThem) {
+  const auto error = [](std::vector<WrapperLine> lines) {
+    WrapperProgram program;
+    program.lines = std::move(lines);
+    absl::StatusOr<PoolLines> result = GroupWrapperLines(program);
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(result.status().message());
+  };
+  EXPECT_THAT(error({Allocate("buf0", 64), Kernel(), Allocate("buf0", 64)}),
+              HasSubstr("lines[2].name: buffer \"buf0\" is allocated twice"));
+  EXPECT_THAT(error({Allocate("", 64)}), HasSubstr("lines[0].name: is empty"));
+  EXPECT_THAT(error({Allocate("buf0", -1)}),
+              HasSubstr("lines[0].size_bytes: buffer \"buf0\" has a negative"));
+  EXPECT_THAT(error({Allocate("buf0", 64), Allocate("buf1", 64),
+                     Reuse("buf0", "buf1")}),
+              HasSubstr("lines[2].reused_as: buffer \"buf1\" already has"));
+  EXPECT_THAT(error({Allocate("buf0", 64), Reuse("buf0", "")}),
+              HasSubstr("lines[1].reused_as: is empty"));
+}
+
+TEST(MarkFirstLastUsageTest, CreatesAtFirstAllocationAndFreesAtLastFree) {
+  WrapperProgram program;
+  program.lines = {Allocate("a", 64), Kernel(),  Allocate("b", 64),
+                   Kernel(),          Free("a"), Kernel(),
+                   Free("b"),         Allocate("out", 64), Kernel()};
+  program.output_names = {"out"};
+  const PoolLines lines = GroupOrDie(program);
+  ASSERT_EQ(lines.buffers.size(), 3u);
+  // a [1,3) and b [2,4) in pool0; the output [4,5) in pool1.
+  Plan plan;
+  plan.pools = {Pool{"pool0", "cuda:0", 128}, Pool{"pool1", "cuda:0", 64}};
+  plan.assignments = {Assignment{0, 0}, Assignment{0, 64}, Assignment{1, 0}};
+  EXPECT_THAT(MarkFirstLastUsage(lines, plan),
+              ElementsAre(PoolUsage{0, 6}, PoolUsage{7, -1}));
+}
+
+// Wrapper lines that Inductor could have written for `buffers` (sorted by
+// begin, as Inductor's BufferGroup order is): per timestep, the groups'
+// ALLOCATE and REUSE lines, the FREE line of each group ending there (or a
+// free of a buffer no group holds, so that the timestep exists), then a
+// kernel call; outputs are never freed.
+WrapperProgram LinesFor(const std::vector<Buffer>& buffers) {
+  Timestep steps = 0;
+  for (const Buffer& buffer : buffers) {
+    steps = std::max(steps, buffer.is_output ? buffer.live_range.end - 1
+                                             : buffer.live_range.end);
+  }
+  WrapperProgram program;
+  for (Timestep t = 1; t <= steps; ++t) {
+    const size_t run_start = program.lines.size();
+    for (const Buffer& buffer : buffers) {
+      if (buffer.live_range.begin != t) continue;
+      WrapperLine allocate = Allocate(buffer.names[0], buffer.size, buffer.device);
+      allocate.symbolic_size = buffer.symbolic_size;
+      allocate.dtype = buffer.dtype;
+      allocate.size_is_data_dependent = buffer.size_is_data_dependent;
+      program.lines.push_back(allocate);
+      for (size_t k = 1; k < buffer.names.size(); ++k) {
+        program.lines.push_back(Reuse(buffer.names[k - 1], buffer.names[k]));
+      }
+    }
+    for (const Buffer& buffer : buffers) {
+      if (!buffer.is_output && buffer.live_range.end == t) {
+        program.lines.push_back(Free(buffer.names.back()));
+      }
+    }
+    if (program.lines.size() == run_start) {
+      program.lines.push_back(Free(absl::StrCat("arg", t)));
+    }
+    program.lines.push_back(Kernel());
+  }
+  for (const Buffer& buffer : buffers) {
+    if (buffer.is_output) program.output_names.push_back(buffer.names.back());
+  }
+  return program;
+}
+
+std::vector<std::string> CorpusFiles() {
+  return FilesWithExtension(MEMPLAN_CORPUS_DIR, ".json");
+}
+
+class CorpusWrapperLinesTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(CorpusWrapperLinesTest, LinesGiveTheFilesBuffers) {
+  absl::StatusOr<CorpusGraph> graph = ReadCorpusFile(GetParam());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<Problem> problem = RequestToProblem(graph->request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  const PoolLines lines = GroupOrDie(LinesFor(problem->buffers));
+  ASSERT_EQ(lines.buffers.size(), problem->buffers.size());
+  for (size_t i = 0; i < lines.buffers.size(); ++i) {
+    EXPECT_EQ(lines.buffers[i], problem->buffers[i]) << "buffer " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Corpus, CorpusWrapperLinesTest, testing::ValuesIn(CorpusFiles()),
+    [](const testing::TestParamInfo<std::string>& info) {
+      std::string name = std::filesystem::path(info.param).stem();
+      for (char& c : name) {
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace memplan
