@@ -22,15 +22,16 @@ bool IsMemoryPlanningLine(const WrapperLine& line) {
          line.kind == WrapperLineKind::kReuse;
 }
 
-absl::Status LineError(size_t index, absl::string_view field,
-                       absl::string_view message) {
+absl::Status LineError(absl::string_view label, size_t index,
+                       absl::string_view field, absl::string_view message) {
   return absl::InvalidArgumentError(
-      absl::StrCat("lines[", index, "].", field, ": ", message));
+      absl::StrCat(label, "[", index, "].", field, ": ", message));
 }
 
 }  // namespace
 
-absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program) {
+absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
+                                            absl::string_view label) {
   const std::vector<WrapperLine>& lines = program.lines;
   // drop_removed_buffers: such lines become NullLines.
   const absl::flat_hash_set<std::string> removed(
@@ -47,19 +48,19 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program) {
   for (size_t i = 0; i < lines.size(); ++i) {
     const WrapperLine& line = lines[i];
     if (IsMemoryPlanningLine(line) && line.name.empty()) {
-      return LineError(i, "name", "is empty");
+      return LineError(label, i, "name", "is empty");
     }
     if (dropped[i]) continue;
     if (line.kind == WrapperLineKind::kAllocate) {
       if (line.size < 0) {
-        return LineError(i, "size_bytes",
+        return LineError(label, i, "size_bytes",
                          absl::StrCat("buffer \"", line.name,
                                       "\" has a negative size ", line.size));
       }
       const auto [it, inserted] = group_of_name.try_emplace(
           line.name, static_cast<int32_t>(result.buffers.size()));
       if (!inserted) {
-        return LineError(i, "name",
+        return LineError(label, i, "name",
                          absl::StrCat("buffer \"", line.name,
                                       "\" is allocated twice (or allocated "
                                       "after a REUSE named it)"));
@@ -74,10 +75,10 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program) {
       result.buffers.push_back(std::move(buffer));
     } else if (line.kind == WrapperLineKind::kReuse) {
       if (line.reused_as.empty()) {
-        return LineError(i, "reused_as", "is empty");
+        return LineError(label, i, "reused_as", "is empty");
       }
       if (group_of_name.contains(line.reused_as)) {
-        return LineError(i, "reused_as",
+        return LineError(label, i, "reused_as",
                          absl::StrCat("buffer \"", line.reused_as,
                                       "\" already has storage"));
       }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/types.h"
 
 namespace memplan {
@@ -93,11 +94,12 @@ struct PoolLines {
 //   - REUSE old -> new adds `new` to old's group when old has one, and is
 //     ignored otherwise;
 //   - a group is an output when any of its names is in output_names.
-// Returns INVALID_ARGUMENT naming the line (`lines[i]`) and field for a
-// buffer allocated twice, an empty name, a REUSE whose new name already
-// has a group, or a negative size. Sizes and devices are checked further
-// by ValidateProblem.
-absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program);
+// Returns INVALID_ARGUMENT naming the line (`<label>[i]`, e.g. "lines[3]")
+// and field for a buffer allocated twice, an empty name, a REUSE whose new
+// name already has a group, or a negative size. Sizes and devices are
+// checked further by ValidateProblem.
+absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
+                                            absl::string_view label = "lines");
 
 // When a pool is created and destroyed in the wrapper (Inductor's
 // mark_first_last_usage): line indices into WrapperProgram::lines.

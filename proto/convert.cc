@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/problem.h"
 #include "core/stats.h"
+#include "core/wrapper_lines.h"
 
 namespace memplan {
 namespace {
@@ -17,6 +18,66 @@ std::string BufferLabel(const v1::PlanMemoryRequest& request, int i) {
   const v1::Buffer& buffer = request.buffers(i);
   if (buffer.names().empty()) return absl::StrCat("buffers[", i, "]");
   return absl::StrCat("buffers[", i, "] (\"", buffer.names(0), "\")");
+}
+
+// Returns `events[i] ("name")`, or `events[i]` for an event without a name.
+std::string EventLabel(const v1::PlanMemoryRequest& request, int i) {
+  const v1::Event& event = request.events(i);
+  if (event.name().empty()) return absl::StrCat("events[", i, "]");
+  return absl::StrCat("events[", i, "] (\"", event.name(), "\")");
+}
+
+// Returns the core's wrapper program for the request's events, output names
+// and removed buffers; INVALID_ARGUMENT naming the event and field for an
+// undefined kind or an ALLOCATE without size_bytes.
+absl::StatusOr<WrapperProgram> EventsToProgram(
+    const v1::PlanMemoryRequest& request) {
+  WrapperProgram program;
+  program.lines.reserve(request.events_size());
+  for (int i = 0; i < request.events_size(); ++i) {
+    const v1::Event& event = request.events(i);
+    WrapperLine& line = program.lines.emplace_back();
+    switch (event.kind()) {
+      case v1::EVENT_KIND_ALLOCATE:
+        line.kind = WrapperLineKind::kAllocate;
+        if (!event.has_size_bytes()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(EventLabel(request, i), ": size_bytes is missing"));
+        }
+        break;
+      case v1::EVENT_KIND_FREE_IF_NOT_REUSED:
+        line.kind = WrapperLineKind::kFreeIfNotReused;
+        break;
+      case v1::EVENT_KIND_REUSE:
+        line.kind = WrapperLineKind::kReuse;
+        break;
+      case v1::EVENT_KIND_OTHER:
+        line.kind = WrapperLineKind::kOther;
+        break;
+      case v1::EVENT_KIND_ENTER_SUBGRAPH:
+        line.kind = WrapperLineKind::kEnterSubgraph;
+        break;
+      case v1::EVENT_KIND_EXIT_SUBGRAPH:
+        line.kind = WrapperLineKind::kExitSubgraph;
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            EventLabel(request, i), ": kind ", static_cast<int>(event.kind()),
+            " is not an EventKind (EVENT_KIND_UNSPECIFIED is not one either)"));
+    }
+    line.name = event.name();
+    line.reused_as = event.reused_as();
+    line.size = event.size_bytes();
+    line.symbolic_size = event.symbolic_size();
+    line.device = event.device();
+    line.dtype = event.dtype();
+    line.size_is_data_dependent = event.size_is_data_dependent();
+  }
+  program.output_names.assign(request.output_names().begin(),
+                              request.output_names().end());
+  program.removed_buffers.assign(request.removed_buffers().begin(),
+                                 request.removed_buffers().end());
+  return program;
 }
 
 }  // namespace
@@ -101,7 +162,8 @@ v1::PoolMode PoolModeToProto(PoolMode mode) {
   return v1::POOL_MODE_UNSPECIFIED;  // unreachable: the switch is exhaustive
 }
 
-absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request) {
+absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
+                                         PoolLines* lines) {
   const v1::PlanOptions& options = request.options();
   if (absl::StatusOr<std::string> strategy = StrategyName(options.strategy());
       !strategy.ok()) {
@@ -124,6 +186,30 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request) {
   problem.alignment =
       options.alignment() == 0 ? kDefaultAlignment : options.alignment();
   problem.capacity = options.capacity_bytes();
+  if (request.events_size() > 0) {
+    if (request.buffers_size() > 0) {
+      return absl::InvalidArgumentError(
+          "buffers, events: a request gives one of them, not both");
+    }
+    absl::StatusOr<WrapperProgram> program = EventsToProgram(request);
+    if (!program.ok()) return program.status();
+    absl::StatusOr<PoolLines> pool_lines =
+        GroupWrapperLines(*program, "events");
+    if (!pool_lines.ok()) return pool_lines.status();
+    problem.buffers = pool_lines->buffers;
+    if (absl::Status status = ValidateProblem(problem); !status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the buffer groups of events (in order of their ALLOCATE): ",
+          status.message()));
+    }
+    if (lines != nullptr) *lines = *std::move(pool_lines);
+    return problem;
+  }
+  if (!request.output_names().empty() || !request.removed_buffers().empty()) {
+    return absl::InvalidArgumentError(
+        "output_names, removed_buffers: given without events (buffers say "
+        "is_output themselves)");
+  }
   problem.buffers.reserve(request.buffers_size());
   for (int i = 0; i < request.buffers_size(); ++i) {
     const v1::Buffer& wire = request.buffers(i);
@@ -215,6 +301,27 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     v1::Assignment* wire = response.add_assignments();
     wire->set_pool(plan.pools[assignment.pool].name);
     wire->set_offset(assignment.offset);
+  }
+  if (info.lines != nullptr) {
+    const PoolLines& lines = *info.lines;
+    for (size_t i = 0; i < lines.group_of_line.size(); ++i) {
+      const int32_t group = lines.group_of_line[i];
+      if (group >= 0 && lines.allocates[i] &&
+          group < response.assignments_size()) {
+        response.mutable_assignments(group)->set_allocation_event(
+            static_cast<int64_t>(i));
+      }
+    }
+    const std::vector<PoolUsage> usage = MarkFirstLastUsage(lines, plan);
+    for (size_t p = 0; p < usage.size(); ++p) {
+      v1::Pool* wire = response.mutable_pools(static_cast<int>(p));
+      if (usage[p].first_allocation_line >= 0) {
+        wire->set_first_allocation_event(usage[p].first_allocation_line);
+      }
+      if (usage[p].last_free_line >= 0) {
+        wire->set_last_free_event(usage[p].last_free_line);
+      }
+    }
   }
   v1::PlanStats* stats = response.mutable_stats();
   stats->set_lower_bound_bytes(LowerBound(problem));

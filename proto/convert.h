@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/types.h"
+#include "core/wrapper_lines.h"
 #include "memplan/v1/memory_planner.pb.h"
 
 namespace memplan {
@@ -48,7 +49,15 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 //     a power of two in [1, 2^30] (a buffer's may also be 0), a
 //     fixed_offset above 2^40 or not a multiple of the buffer's effective
 //     alignment, a negative options.capacity_bytes.
-absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request);
+// A request with events (instead of buffers) gets the buffer groups core
+// GroupWrapperLines derives from them (core/wrapper_lines.h), and `*lines`
+// (when not null) their mapping to events; then INVALID_ARGUMENT also names
+// an event (`events[i] ("name")`) with an undefined kind, an ALLOCATE
+// without size_bytes, or what GroupWrapperLines rejects, and a request that
+// gives both buffers and events, or output_names / removed_buffers without
+// events.
+absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
+                                         PoolLines* lines = nullptr);
 
 // Returns the planner name (core/planners.h FindPlanner) for `strategy`:
 // kDefaultStrategy ("auto") for STRATEGY_UNSPECIFIED, else "inductor",
@@ -87,6 +96,10 @@ struct ResponseInfo {
   std::string planner;
   absl::Duration planning_time;  // wall time of the planner alone
   v1::CacheStatus cache = v1::CACHE_STATUS_MISS;
+  // For a request with events: how they map to the buffer groups (from
+  // RequestToProblem); sets Assignment.allocation_event and the pools'
+  // first_allocation_event / last_free_event (MarkFirstLastUsage). Not owned.
+  const PoolLines* lines = nullptr;
 };
 
 // Returns the response for `plan`, a plan of `problem` (assignments parallel

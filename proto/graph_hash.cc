@@ -37,7 +37,7 @@ class Encoder {
 }  // namespace
 
 std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
-                           absl::Duration time_budget) {
+                           absl::Duration time_budget, const PoolLines* lines) {
   Encoder encoder;
   encoder.U32(kGraphHashFormatVersion);
   encoder.String(strategy);
@@ -57,12 +57,20 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
     encoder.I64(problem.AlignmentOf(i));
     encoder.I64(buffer.fixed_offset);
   }
+  const size_t num_events = lines == nullptr ? 0 : lines->group_of_line.size();
+  encoder.U64(num_events);
+  for (size_t i = 0; i < num_events; ++i) {
+    encoder.I64(lines->group_of_line[i]);
+    encoder.U8(lines->allocates[i] ? 1 : 0);
+    encoder.I64(lines->timestep_of_line[i]);
+  }
   return encoder.Take();
 }
 
 std::string GraphHash(const Problem& problem, absl::string_view strategy,
-                      absl::Duration time_budget) {
-  const std::string input = GraphHashInput(problem, strategy, time_budget);
+                      absl::Duration time_budget, const PoolLines* lines) {
+  const std::string input =
+      GraphHashInput(problem, strategy, time_budget, lines);
   XXH128_canonical_t canonical;
   XXH128_canonicalFromHash(&canonical, XXH3_128bits(input.data(), input.size()));
   return absl::BytesToHexString(absl::string_view(

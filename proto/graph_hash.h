@@ -25,6 +25,12 @@
 //     i64     alignment in bytes, effective (Problem::AlignmentOf: the larger
 //             of the buffer's and the problem's, never 0)
 //     i64     fixed_offset in bytes (-1: free)
+//   u64     event count (0 for a request with buffers)
+//   per event, in request order (what the response's event indices
+//   depend on, from core/wrapper_lines.h PoolLines):
+//     i64     the buffer group of its pool line, or -1
+//     u8      allocates (1: an ALLOCATE of that group)
+//     i64     its timestep (0: outside every run)
 //
 // Names, dtypes and symbolic sizes are labels, not inputs of the plan: two
 // requests that differ only in them hash alike. Any change to the encoding
@@ -38,23 +44,27 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/types.h"
+#include "core/wrapper_lines.h"
 
 namespace memplan {
 
 // 1: the first encoding; 2: adds capacity, time budget and per-buffer
-// alignment and fixed_offset.
-inline constexpr uint32_t kGraphHashFormatVersion = 2;
+// alignment and fixed_offset; 3: adds the events' pool lines.
+inline constexpr uint32_t kGraphHashFormatVersion = 3;
 
 // Returns the canonical encoding above for `problem` planned by `strategy`
 // (a planner name, e.g. "auto") with search time `time_budget` (the
-// resolved budget, proto/convert.h TimeBudget). Exposed for tests.
+// resolved budget, proto/convert.h TimeBudget), and for a request with
+// events, `lines` (RequestToProblem's; null otherwise). Exposed for tests.
 std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
-                           absl::Duration time_budget);
+                           absl::Duration time_budget,
+                           const PoolLines* lines = nullptr);
 
 // Returns 32 lowercase hex characters: XXH3-128 of GraphHashInput. The same
 // on every run, process and machine.
 std::string GraphHash(const Problem& problem, absl::string_view strategy,
-                      absl::Duration time_budget);
+                      absl::Duration time_budget,
+                      const PoolLines* lines = nullptr);
 
 }  // namespace memplan
 

@@ -44,7 +44,8 @@ grpc::Status MemoryPlannerService::PlanMemory(
 
 absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
     const v1::PlanMemoryRequest& request, const PlanContext& call) const {
-  absl::StatusOr<Problem> problem = RequestToProblem(request);
+  PoolLines lines;
+  absl::StatusOr<Problem> problem = RequestToProblem(request, &lines);
   if (!problem.ok()) return problem.status();
   absl::StatusOr<std::string> strategy =
       StrategyName(request.options().strategy());
@@ -74,7 +75,10 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
                      status.message()));
   }
   ResponseInfo info;
-  info.graph_hash = GraphHash(*problem, *strategy, *budget);
+  const PoolLines* event_lines =
+      request.events_size() > 0 ? &lines : nullptr;
+  info.graph_hash = GraphHash(*problem, *strategy, *budget, event_lines);
+  info.lines = event_lines;
   info.planner = *strategy;
   info.planning_time = planning_time;
   info.cache = v1::CACHE_STATUS_MISS;

@@ -1,15 +1,11 @@
 #include "core/wrapper_lines.h"
 
-#include <algorithm>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "proto/convert.h"
-#include "proto/graph_files.h"
 
 namespace memplan {
 namespace {
@@ -172,75 +168,6 @@ TEST(MarkFirstLastUsageTest, CreatesAtFirstAllocationAndFreesAtLastFree) {
   EXPECT_THAT(MarkFirstLastUsage(lines, plan),
               ElementsAre(PoolUsage{0, 6}, PoolUsage{7, -1}));
 }
-
-// Wrapper lines that Inductor could have written for `buffers` (sorted by
-// begin, as Inductor's BufferGroup order is): per timestep, the groups'
-// ALLOCATE and REUSE lines, the FREE line of each group ending there (or a
-// free of a buffer no group holds, so that the timestep exists), then a
-// kernel call; outputs are never freed.
-WrapperProgram LinesFor(const std::vector<Buffer>& buffers) {
-  Timestep steps = 0;
-  for (const Buffer& buffer : buffers) {
-    steps = std::max(steps, buffer.is_output ? buffer.live_range.end - 1
-                                             : buffer.live_range.end);
-  }
-  WrapperProgram program;
-  for (Timestep t = 1; t <= steps; ++t) {
-    const size_t run_start = program.lines.size();
-    for (const Buffer& buffer : buffers) {
-      if (buffer.live_range.begin != t) continue;
-      WrapperLine allocate = Allocate(buffer.names[0], buffer.size, buffer.device);
-      allocate.symbolic_size = buffer.symbolic_size;
-      allocate.dtype = buffer.dtype;
-      allocate.size_is_data_dependent = buffer.size_is_data_dependent;
-      program.lines.push_back(allocate);
-      for (size_t k = 1; k < buffer.names.size(); ++k) {
-        program.lines.push_back(Reuse(buffer.names[k - 1], buffer.names[k]));
-      }
-    }
-    for (const Buffer& buffer : buffers) {
-      if (!buffer.is_output && buffer.live_range.end == t) {
-        program.lines.push_back(Free(buffer.names.back()));
-      }
-    }
-    if (program.lines.size() == run_start) {
-      program.lines.push_back(Free(absl::StrCat("arg", t)));
-    }
-    program.lines.push_back(Kernel());
-  }
-  for (const Buffer& buffer : buffers) {
-    if (buffer.is_output) program.output_names.push_back(buffer.names.back());
-  }
-  return program;
-}
-
-std::vector<std::string> CorpusFiles() {
-  return FilesWithExtension(MEMPLAN_CORPUS_DIR, ".json");
-}
-
-class CorpusWrapperLinesTest : public testing::TestWithParam<std::string> {};
-
-TEST_P(CorpusWrapperLinesTest, LinesGiveTheFilesBuffers) {
-  absl::StatusOr<CorpusGraph> graph = ReadCorpusFile(GetParam());
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  absl::StatusOr<Problem> problem = RequestToProblem(graph->request);
-  ASSERT_TRUE(problem.ok()) << problem.status();
-  const PoolLines lines = GroupOrDie(LinesFor(problem->buffers));
-  ASSERT_EQ(lines.buffers.size(), problem->buffers.size());
-  for (size_t i = 0; i < lines.buffers.size(); ++i) {
-    EXPECT_EQ(lines.buffers[i], problem->buffers[i]) << "buffer " << i;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Corpus, CorpusWrapperLinesTest, testing::ValuesIn(CorpusFiles()),
-    [](const testing::TestParamInfo<std::string>& info) {
-      std::string name = std::filesystem::path(info.param).stem();
-      for (char& c : name) {
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
-    });
 
 }  // namespace
 }  // namespace memplan

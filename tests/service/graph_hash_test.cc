@@ -75,12 +75,13 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.alignment = 64;
   problem.capacity = 4096;
   const std::string expected =
-      Le(2, 4) /* format version */ + Le(7, 8) + "optimal" +
+      Le(3, 4) /* format version */ + Le(7, 8) + "optimal" +
       Le(3, 1) /* outputs */ + Le(64, 8) + Le(4096, 8) /* capacity */ +
       Le(2500000000, 8) /* 2.5 s in ns */ + Le(1, 8) /* one buffer */ +
       Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(1, 1) + Le(3, 8) +
-      "cpu" + Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */;
-  EXPECT_EQ(kGraphHashFormatVersion, 2u);
+      "cpu" + Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */ +
+      Le(0, 8) /* no events */;
+  EXPECT_EQ(kGraphHashFormatVersion, 3u);
   EXPECT_EQ(GraphHashInput(problem, "optimal", absl::Milliseconds(2500)),
             expected);
   // A free buffer encodes fixed_offset -1; its own alignment, when larger,
@@ -89,8 +90,18 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.buffers[0].alignment = 1024;
   const std::string free_input =
       GraphHashInput(problem, "optimal", absl::Milliseconds(2500));
-  EXPECT_EQ(free_input.substr(free_input.size() - 16),
+  EXPECT_EQ(free_input.substr(free_input.size() - 24, 16),
             Le(1024, 8) + Le(~uint64_t{0}, 8));
+  // Events: per event its group, whether it allocates, its timestep.
+  PoolLines lines;
+  lines.group_of_line = {0, -1};
+  lines.allocates = {true, false};
+  lines.timestep_of_line = {1, 0};
+  const std::string event_input =
+      GraphHashInput(problem, "optimal", absl::Milliseconds(2500), &lines);
+  EXPECT_EQ(event_input.substr(free_input.size() - 8),
+            Le(2, 8) + Le(0, 8) + Le(1, 1) + Le(1, 8) + Le(~uint64_t{0}, 8) +
+                Le(0, 1) + Le(0, 8));
 }
 
 TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
@@ -99,16 +110,16 @@ TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
 }
 
 // Golden values: a change here changes every cache key; bump
-// kGraphHashFormatVersion if it is intended. The first and the third were
-// cross-checked with a separate program hashing the encoding, written by
-// hand, with libxxhash's XXH3_128bits and printing high64 then low64.
+// kGraphHashFormatVersion if it is intended. All three were
+// cross-checked with a separate C program hashing GraphHashInput's bytes
+// with libxxhash's XXH3_128bits and printing high64 then low64.
 TEST(GraphHashTest, GoldenValues) {
   EXPECT_EQ(GraphHash(SmallProblem(), "inductor", kBudget),
-            "7089e1d7869cbe0cdb448548a3f4eee0");
+            "d11399e821681650b55c1aeff3e1d78c");
   EXPECT_EQ(GraphHash(TwoDeviceProblem(), "auto", kBudget),
-            "e2770680c9f043ea0916424f7219982d");
+            "17f663f966f9b39b9eeadf9e308ed16e");
   EXPECT_EQ(GraphHash(PinnedProblem(), "optimal", absl::Seconds(2)),
-            "0a7a03c1bc98531c901ce546a6f1987c");
+            "5422d52dde60686e4a7b42df8e1cb758");
 }
 
 TEST(GraphHashTest, LabelsDoNotChangeTheHash) {

@@ -17,6 +17,15 @@ namespace memplan {
 //         0    1    2    3    4
 v1::PlanMemoryRequest SmallRequest();
 
+// A request with the events (wrapper lines) Inductor could have written for
+// the buffers of `request` (sorted by live_range.begin >= 1, as Inductor's
+// BufferGroup order is; outputs end one past the last timestep): per
+// timestep, each group's ALLOCATE and its REUSE events, the FREE of each
+// group ending there (or of a buffer no group holds, so that the timestep
+// exists), then a kernel call (OTHER). Outputs are never freed. Options are
+// copied.
+v1::PlanMemoryRequest EventsRequestFor(const v1::PlanMemoryRequest& request);
+
 }  // namespace memplan
 
 #endif  // MEMPLAN_TESTS_SERVICE_TEST_REQUESTS_H_
