@@ -165,4 +165,97 @@ std::vector<PoolUsage> MarkFirstLastUsage(const PoolLines& lines,
   return usage;
 }
 
+absl::StatusOr<WrapperProgram> WrapperLinesFromNodes(
+    const std::vector<ScheduledNode>& nodes,
+    const std::vector<std::string>& output_names) {
+  const absl::flat_hash_set<std::string> outputs(output_names.begin(),
+                                                 output_names.end());
+  // The buffers written so far: name -> (writing node, write index).
+  absl::flat_hash_map<std::string, std::pair<size_t, size_t>> writer;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ScheduledNode& node = nodes[i];
+    for (size_t j = 0; j < node.writes.size(); ++j) {
+      const NodeWrite& write = node.writes[j];
+      const std::string label = absl::StrCat("nodes[", i, "].writes[", j, "]");
+      if (write.name.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(label, ".name: is empty"));
+      }
+      if (!writer.try_emplace(write.name, i, j).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            label, ".name: buffer \"", write.name, "\" is written by nodes[",
+            writer.at(write.name).first, "] too"));
+      }
+      if (!write.in_place_of.empty() &&
+          std::find(node.reads.begin(), node.reads.end(), write.in_place_of) ==
+              node.reads.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            label, ".in_place_of: buffer \"", write.in_place_of,
+            "\" is not read by the node"));
+      }
+    }
+  }
+
+  // compute_last_usage: walk backwards; outputs are used "after" the graph.
+  std::vector<std::vector<std::string>> last_usage(nodes.size());
+  absl::flat_hash_set<std::string> used_later(outputs.begin(), outputs.end());
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const ScheduledNode& node = nodes[i];
+    const auto use = [&](const std::string& name) {
+      if (used_later.insert(name).second) last_usage[i].push_back(name);
+    };
+    for (const NodeWrite& write : node.writes) use(write.name);
+    for (const std::string& read : node.reads) use(read);
+  }
+
+  WrapperProgram program;
+  program.output_names = output_names;
+  absl::flat_hash_set<std::string> reused;  // names whose storage moved on
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ScheduledNode& node = nodes[i];
+    const absl::flat_hash_set<std::string> last_here(last_usage[i].begin(),
+                                                     last_usage[i].end());
+    for (const NodeWrite& write : node.writes) {
+      WrapperLine line;
+      const auto old = writer.find(write.in_place_of);
+      const bool in_place =
+          !write.in_place_of.empty() && last_here.contains(write.in_place_of) &&
+          old != writer.end() && old->second.first < i &&
+          !reused.contains(write.in_place_of);
+      const NodeWrite* old_write =
+          in_place ? &nodes[old->second.first].writes[old->second.second]
+                   : nullptr;
+      if (old_write != nullptr && old_write->device == write.device &&
+          old_write->size >= write.size) {
+        line.kind = WrapperLineKind::kReuse;
+        line.name = write.in_place_of;
+        line.reused_as = write.name;
+        reused.insert(write.in_place_of);
+      } else {
+        line.kind = WrapperLineKind::kAllocate;
+        line.name = write.name;
+        line.size = write.size;
+        line.symbolic_size = write.symbolic_size;
+        line.device = write.device;
+        line.dtype = write.dtype;
+        line.size_is_data_dependent = write.size_is_data_dependent;
+      }
+      program.lines.push_back(std::move(line));
+    }
+    WrapperLine kernel;
+    kernel.kind = WrapperLineKind::kOther;
+    kernel.name = node.name;
+    program.lines.push_back(std::move(kernel));
+    for (const std::string& name : last_usage[i]) {
+      // Graph inputs (never written) are not planned; a buffer whose
+      // storage a later name took over is freed under that name.
+      if (!writer.contains(name) || reused.contains(name)) continue;
+      WrapperLine free;
+      free.kind = WrapperLineKind::kFreeIfNotReused;
+      free.name = name;
+      program.lines.push_back(std::move(free));
+    }
+  }
+  return program;
+}
+
 }  // namespace memplan

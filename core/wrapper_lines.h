@@ -119,6 +119,42 @@ struct PoolUsage {
   }
 };
 
+// One buffer a scheduled node writes.
+struct NodeWrite {
+  std::string name;
+  Bytes size = 0;              // bytes (size hint)
+  std::string symbolic_size;   // sympy expression of the bytes, or ""
+  std::string device;          // e.g. "cuda:0"
+  std::string dtype;           // e.g. "torch.float32"
+  bool size_is_data_dependent = false;
+  // A buffer the node reads whose storage this write may take over (in
+  // place), or "".
+  std::string in_place_of;
+};
+
+// One scheduled kernel (Inductor's scheduler node), in schedule order.
+struct ScheduledNode {
+  std::string name;                 // e.g. the kernel's name; informational
+  std::vector<NodeWrite> writes;    // buffers it creates
+  std::vector<std::string> reads;   // buffers it reads (graph inputs too)
+};
+
+// Returns the wrapper lines Inductor writes for `nodes`: per node, an
+// ALLOCATE per write (or a REUSE of its in_place_of buffer, when that
+// buffer's last use is this node, it is no graph output, was written by an
+// earlier node, is on the same device and at least as large), the kernel
+// call, then a FREE_IF_NOT_REUSED for every buffer whose last use this node
+// is. A buffer's last use is the last node that reads or writes it, as
+// Inductor's Scheduler.compute_last_usage: walking the nodes backwards, a
+// node's last uses are the buffers it reads or writes that no later node
+// uses and that are not graph outputs (outputs are never freed).
+// Returns INVALID_ARGUMENT naming `nodes[i].writes[j]` and the field for a
+// write with an empty name or of a buffer written before, or an in_place_of
+// that the node does not read.
+absl::StatusOr<WrapperProgram> WrapperLinesFromNodes(
+    const std::vector<ScheduledNode>& nodes,
+    const std::vector<std::string>& output_names);
+
 // Returns one PoolUsage per pool of `plan`, a plan of `lines.buffers`.
 std::vector<PoolUsage> MarkFirstLastUsage(const PoolLines& lines,
                                           const Plan& plan);

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -78,6 +79,37 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
   program.removed_buffers.assign(request.removed_buffers().begin(),
                                  request.removed_buffers().end());
   return program;
+}
+
+// Returns the core's scheduled nodes of the request; INVALID_ARGUMENT naming
+// a write without size_bytes.
+absl::StatusOr<std::vector<ScheduledNode>> NodesFromRequest(
+    const v1::PlanMemoryRequest& request) {
+  std::vector<ScheduledNode> nodes;
+  nodes.reserve(request.nodes_size());
+  for (int i = 0; i < request.nodes_size(); ++i) {
+    const v1::Node& wire = request.nodes(i);
+    ScheduledNode& node = nodes.emplace_back();
+    node.name = wire.name();
+    node.reads.assign(wire.reads().begin(), wire.reads().end());
+    for (int j = 0; j < wire.writes_size(); ++j) {
+      const v1::NodeWrite& wire_write = wire.writes(j);
+      if (!wire_write.has_size_bytes()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "nodes[", i, "].writes[", j, "] (\"", wire_write.name(),
+            "\"): size_bytes is missing"));
+      }
+      NodeWrite& write = node.writes.emplace_back();
+      write.name = wire_write.name();
+      write.size = wire_write.size_bytes();
+      write.symbolic_size = wire_write.symbolic_size();
+      write.device = wire_write.device();
+      write.dtype = wire_write.dtype();
+      write.size_is_data_dependent = wire_write.size_is_data_dependent();
+      write.in_place_of = wire_write.in_place_of();
+    }
+  }
+  return nodes;
 }
 
 }  // namespace
@@ -186,12 +218,28 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
   problem.alignment =
       options.alignment() == 0 ? kDefaultAlignment : options.alignment();
   problem.capacity = options.capacity_bytes();
-  if (request.events_size() > 0) {
-    if (request.buffers_size() > 0) {
-      return absl::InvalidArgumentError(
-          "buffers, events: a request gives one of them, not both");
+  const int forms = (request.buffers_size() > 0 ? 1 : 0) +
+                    (request.events_size() > 0 ? 1 : 0) +
+                    (request.nodes_size() > 0 ? 1 : 0);
+  if (forms > 1) {
+    return absl::InvalidArgumentError(
+        "buffers, events, nodes: a request gives one of them, not several");
+  }
+  if (request.events_size() > 0 || request.nodes_size() > 0) {
+    absl::StatusOr<WrapperProgram> program;
+    if (request.events_size() > 0) {
+      program = EventsToProgram(request);
+    } else {
+      if (!request.removed_buffers().empty()) {
+        return absl::InvalidArgumentError(
+            "removed_buffers: given with nodes (only events have them)");
+      }
+      absl::StatusOr<std::vector<ScheduledNode>> nodes =
+          NodesFromRequest(request);
+      if (!nodes.ok()) return nodes.status();
+      program = WrapperLinesFromNodes(
+          *nodes, {request.output_names().begin(), request.output_names().end()});
     }
-    absl::StatusOr<WrapperProgram> program = EventsToProgram(request);
     if (!program.ok()) return program.status();
     absl::StatusOr<PoolLines> pool_lines =
         GroupWrapperLines(*program, "events");
@@ -199,16 +247,18 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
     problem.buffers = pool_lines->buffers;
     if (absl::Status status = ValidateProblem(problem); !status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "the buffer groups of events (in order of their ALLOCATE): ",
-          status.message()));
+          "the buffer groups of ", request.events_size() > 0 ? "events" : "nodes",
+          " (in order of their allocation): ", status.message()));
     }
-    if (lines != nullptr) *lines = *std::move(pool_lines);
+    if (lines != nullptr && request.events_size() > 0) {
+      *lines = *std::move(pool_lines);
+    }
     return problem;
   }
   if (!request.output_names().empty() || !request.removed_buffers().empty()) {
     return absl::InvalidArgumentError(
-        "output_names, removed_buffers: given without events (buffers say "
-        "is_output themselves)");
+        "output_names, removed_buffers: given without events or nodes "
+        "(buffers say is_output themselves)");
   }
   problem.buffers.reserve(request.buffers_size());
   for (int i = 0; i < request.buffers_size(); ++i) {

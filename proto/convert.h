@@ -54,8 +54,12 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 // (when not null) their mapping to events; then INVALID_ARGUMENT also names
 // an event (`events[i] ("name")`) with an undefined kind, an ALLOCATE
 // without size_bytes, or what GroupWrapperLines rejects, and a request that
-// gives both buffers and events, or output_names / removed_buffers without
-// events.
+// gives more than one of buffers, events and nodes, or output_names /
+// removed_buffers without events (output_names: or nodes). A request with
+// nodes gets the groups of WrapperLinesFromNodes's lines (`*lines` is not
+// set: the lines are the service's own); INVALID_ARGUMENT also names a
+// write (`nodes[i].writes[j]`) without size_bytes, with an empty or
+// repeated name, or an in_place_of the node does not read.
 absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
                                          PoolLines* lines = nullptr);
 

@@ -169,5 +169,102 @@ TEST(MarkFirstLastUsageTest, CreatesAtFirstAllocationAndFreesAtLastFree) {
               ElementsAre(PoolUsage{0, 6}, PoolUsage{7, -1}));
 }
 
+
+NodeWrite Write(const std::string& name, Bytes size,
+                const std::string& in_place_of = "") {
+  NodeWrite write;
+  write.name = name;
+  write.size = size;
+  write.device = "cuda:0";
+  write.in_place_of = in_place_of;
+  return write;
+}
+
+ScheduledNode Node(std::vector<NodeWrite> writes,
+                   std::vector<std::string> reads) {
+  ScheduledNode node;
+  node.name = "kernel";
+  node.writes = std::move(writes);
+  node.reads = std::move(reads);
+  return node;
+}
+
+PoolLines GroupNodesOrDie(const std::vector<ScheduledNode>& nodes,
+                          const std::vector<std::string>& outputs) {
+  absl::StatusOr<WrapperProgram> program = WrapperLinesFromNodes(nodes, outputs);
+  EXPECT_TRUE(program.ok()) << program.status();
+  return program.ok() ? GroupOrDie(*program) : PoolLines();
+}
+
+// a -> b -> c (output), graph input x read by the first node:
+//   ALLOCATE a | k0 | ALLOCATE b | k1 | FREE a, ALLOCATE c | k2 | FREE b
+//   timestep 1       2                 3                          4
+TEST(WrapperLinesFromNodesTest, BuffersLiveFromWriteToLastUse) {
+  const std::vector<ScheduledNode> nodes = {
+      Node({Write("a", 64)}, {"x"}), Node({Write("b", 128)}, {"a"}),
+      Node({Write("c", 64)}, {"b"})};
+  absl::StatusOr<WrapperProgram> program = WrapperLinesFromNodes(nodes, {"c"});
+  ASSERT_TRUE(program.ok()) << program.status();
+  std::vector<std::string> names;
+  for (const WrapperLine& line : program->lines) {
+    names.push_back(line.kind == WrapperLineKind::kOther ? "k" : line.name);
+  }
+  EXPECT_THAT(names, ElementsAre("a", "k", "b", "k", "a", "c", "k", "b"));
+  const PoolLines lines = GroupOrDie(*program);
+  ASSERT_EQ(lines.buffers.size(), 3u);
+  EXPECT_EQ(lines.buffers[0].live_range, (LiveRange{1, 3}));
+  EXPECT_EQ(lines.buffers[1].live_range, (LiveRange{2, 4}));
+  EXPECT_EQ(lines.buffers[2].live_range, (LiveRange{3, 5}));
+  EXPECT_TRUE(lines.buffers[2].is_output);
+  EXPECT_EQ(lines.buffers[1].size, 128);
+}
+
+TEST(WrapperLinesFromNodesTest, InPlaceWriteJoinsTheBufferItReuses) {
+  const std::vector<ScheduledNode> nodes = {
+      Node({Write("a", 64)}, {}), Node({Write("b", 64, "a")}, {"a"}),
+      Node({Write("c", 64)}, {"b"})};
+  const PoolLines lines = GroupNodesOrDie(nodes, {"c"});
+  ASSERT_EQ(lines.buffers.size(), 2u);
+  EXPECT_THAT(lines.buffers[0].names, ElementsAre("a", "b"));
+  EXPECT_EQ(lines.buffers[0].live_range, (LiveRange{1, 4}));
+}
+
+TEST(WrapperLinesFromNodesTest, NoInPlaceWhenTheReadIsUsedLaterOrSmaller) {
+  // a is read again by the last node: b cannot take its storage.
+  const PoolLines used_later = GroupNodesOrDie(
+      {Node({Write("a", 64)}, {}), Node({Write("b", 64, "a")}, {"a"}),
+       Node({Write("c", 64)}, {"a", "b"})},
+      {"c"});
+  EXPECT_EQ(used_later.buffers.size(), 3u);
+  // a is an output.
+  EXPECT_EQ(GroupNodesOrDie({Node({Write("a", 64)}, {}),
+                             Node({Write("b", 64, "a")}, {"a"})},
+                            {"a", "b"})
+                .buffers.size(),
+            2u);
+  // b is larger than a.
+  EXPECT_EQ(GroupNodesOrDie({Node({Write("a", 64)}, {}),
+                             Node({Write("b", 128, "a")}, {"a"})},
+                            {"b"})
+                .buffers.size(),
+            2u);
+}
+
+TEST(WrapperLinesFromNodesTest, RejectsMalformedNodesNamingTheWrite) {
+  const auto error = [](const std::vector<ScheduledNode>& nodes) {
+    absl::StatusOr<WrapperProgram> program = WrapperLinesFromNodes(nodes, {});
+    EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(program.status().message());
+  };
+  EXPECT_THAT(error({Node({Write("a", 64)}, {}), Node({Write("a", 64)}, {})}),
+              HasSubstr("nodes[1].writes[0].name: buffer \"a\" is written "
+                        "by nodes[0] too"));
+  EXPECT_THAT(error({Node({Write("", 64)}, {})}),
+              HasSubstr("nodes[0].writes[0].name: is empty"));
+  EXPECT_THAT(error({Node({Write("a", 64)}, {}), Node({Write("b", 64, "a")}, {})}),
+              HasSubstr("nodes[1].writes[0].in_place_of: buffer \"a\" is not "
+                        "read by the node"));
+}
+
 }  // namespace
 }  // namespace memplan

@@ -162,5 +162,71 @@ TEST(EventsServiceTest, PlansLikeTheBuffersAndSaysWherePoolsLive) {
   server.Shutdown(absl::ZeroDuration());
 }
 
+
+// a -> b -> c (output) as nodes, and the buffers Inductor derives for them
+// (tests/planner/wrapper_lines_test.cc draws the lines).
+TEST(NodesServiceTest, PlansTheBuffersOfTheSchedule) {
+  v1::PlanMemoryRequest nodes;
+  const struct {
+    const char* write;
+    int64_t size;
+    const char* read;
+  } kNodes[] = {{"a", 64, "x"}, {"b", 128, "a"}, {"c", 64, "b"}};
+  for (const auto& n : kNodes) {
+    v1::Node* node = nodes.add_nodes();
+    node->set_name(std::string("kernel_") + n.write);
+    v1::NodeWrite* write = node->add_writes();
+    write->set_name(n.write);
+    write->set_size_bytes(n.size);
+    write->set_device("cuda:0");
+    node->add_reads(n.read);
+  }
+  nodes.add_output_names("c");
+  v1::PlanMemoryRequest buffers;
+  const struct {
+    const char* name;
+    int64_t size, begin, end;
+    bool is_output;
+  } kBuffers[] = {{"a", 64, 1, 3, false}, {"b", 128, 2, 4, false},
+                  {"c", 64, 3, 5, true}};
+  for (const auto& b : kBuffers) {
+    v1::Buffer* buffer = buffers.add_buffers();
+    buffer->add_names(b.name);
+    buffer->set_size_bytes(b.size);
+    buffer->mutable_live_range()->set_begin(b.begin);
+    buffer->mutable_live_range()->set_end(b.end);
+    buffer->set_is_output(b.is_output);
+    buffer->set_device("cuda:0");
+  }
+  absl::StatusOr<Problem> expected = RequestToProblem(buffers);
+  absl::StatusOr<Problem> problem = RequestToProblem(nodes);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->buffers, expected->buffers);
+
+  Server::Options options;
+  options.listen = "";
+  Server server(options);
+  ASSERT_TRUE(server.Start().ok());
+  MemplanClient client(server.InProcessChannel());
+  absl::StatusOr<v1::PlanMemoryResponse> by_nodes = client.PlanMemory(nodes);
+  absl::StatusOr<v1::PlanMemoryResponse> by_buffers =
+      client.PlanMemory(buffers);
+  ASSERT_TRUE(by_nodes.ok()) << by_nodes.status();
+  ASSERT_TRUE(by_buffers.ok()) << by_buffers.status();
+  // The same response but for the planner's wall time.
+  by_nodes->mutable_stats()->clear_planning_micros();
+  by_buffers->mutable_stats()->clear_planning_micros();
+  EXPECT_EQ(by_nodes->SerializeAsString(), by_buffers->SerializeAsString());
+
+  v1::PlanMemoryRequest no_size = nodes;
+  no_size.mutable_nodes(1)->mutable_writes(0)->clear_size_bytes();
+  absl::StatusOr<v1::PlanMemoryResponse> error = client.PlanMemory(no_size);
+  EXPECT_EQ(error.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(error.status().message(),
+              HasSubstr("nodes[1].writes[0] (\"b\"): size_bytes is missing"));
+  server.Shutdown(absl::ZeroDuration());
+}
+
 }  // namespace
 }  // namespace memplan
