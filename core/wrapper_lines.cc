@@ -52,10 +52,11 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
     }
     if (dropped[i]) continue;
     if (line.kind == WrapperLineKind::kAllocate) {
-      if (line.size < 0) {
+      if (line.allocation.size < 0) {
         return LineError(label, i, "size_bytes",
                          absl::StrCat("buffer \"", line.name,
-                                      "\" has a negative size ", line.size));
+                                      "\" has a negative size ",
+                                      line.allocation.size));
       }
       const auto [it, inserted] = group_of_name.try_emplace(
           line.name, static_cast<int32_t>(result.buffers.size()));
@@ -67,11 +68,12 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
       }
       Buffer buffer;
       buffer.names = {line.name};
-      buffer.size = line.size;
-      buffer.symbolic_size = line.symbolic_size;
-      buffer.device = line.device;
-      buffer.dtype = line.dtype;
-      buffer.size_is_data_dependent = line.size_is_data_dependent;
+      const AllocationInfo& allocation = line.allocation;
+      buffer.size = allocation.size;
+      buffer.symbolic_size = allocation.symbolic_size;
+      buffer.device = allocation.device;
+      buffer.dtype = allocation.dtype;
+      buffer.size_is_data_dependent = allocation.size_is_data_dependent;
       result.buffers.push_back(std::move(buffer));
     } else if (line.kind == WrapperLineKind::kReuse) {
       if (line.reused_as.empty()) {
@@ -224,8 +226,9 @@ absl::StatusOr<WrapperProgram> WrapperLinesFromNodes(
       const NodeWrite* old_write =
           in_place ? &nodes[old->second.first].writes[old->second.second]
                    : nullptr;
-      if (old_write != nullptr && old_write->device == write.device &&
-          old_write->size >= write.size) {
+      if (old_write != nullptr &&
+          old_write->allocation.device == write.allocation.device &&
+          old_write->allocation.size >= write.allocation.size) {
         line.kind = WrapperLineKind::kReuse;
         line.name = write.in_place_of;
         line.reused_as = write.name;
@@ -233,11 +236,7 @@ absl::StatusOr<WrapperProgram> WrapperLinesFromNodes(
       } else {
         line.kind = WrapperLineKind::kAllocate;
         line.name = write.name;
-        line.size = write.size;
-        line.symbolic_size = write.symbolic_size;
-        line.device = write.device;
-        line.dtype = write.dtype;
-        line.size_is_data_dependent = write.size_is_data_dependent;
+        line.allocation = write.allocation;
       }
       program.lines.push_back(std::move(line));
     }

@@ -45,19 +45,22 @@ enum class WrapperLineKind {
   kExitSubgraph,     // ExitSubgraphLine
 };
 
+// What allocating a buffer says of it (as the fields of core Buffer).
+struct AllocationInfo {
+  Bytes size = 0;              // bytes (size hint)
+  std::string symbolic_size;   // sympy expression of the bytes, or ""
+  std::string device;          // e.g. "cuda:0"
+  std::string dtype;           // e.g. "torch.float32"
+  bool size_is_data_dependent = false;
+};
+
 // One wrapper line. Fields a kind does not use are ignored.
 struct WrapperLine {
   WrapperLineKind kind = WrapperLineKind::kOther;
   // kAllocate, kFreeIfNotReused: the buffer; kReuse: the reused buffer.
   std::string name;
-  std::string reused_as;  // kReuse: the new buffer's name
-  // kAllocate: the buffer's bytes (size hint), its sympy expression, device,
-  // dtype, and whether its size depends on data.
-  Bytes size = 0;
-  std::string symbolic_size;
-  std::string device;
-  std::string dtype;
-  bool size_is_data_dependent = false;
+  std::string reused_as;      // kReuse: the new buffer's name
+  AllocationInfo allocation;  // kAllocate: the buffer
 };
 
 // A graph's wrapper lines with what Inductor's V.graph tells its planner.
@@ -122,11 +125,7 @@ struct PoolUsage {
 // One buffer a scheduled node writes.
 struct NodeWrite {
   std::string name;
-  Bytes size = 0;              // bytes (size hint)
-  std::string symbolic_size;   // sympy expression of the bytes, or ""
-  std::string device;          // e.g. "cuda:0"
-  std::string dtype;           // e.g. "torch.float32"
-  bool size_is_data_dependent = false;
+  AllocationInfo allocation;
   // A buffer the node reads whose storage this write may take over (in
   // place), or "".
   std::string in_place_of;

@@ -21,6 +21,19 @@ std::string BufferLabel(const v1::PlanMemoryRequest& request, int i) {
   return absl::StrCat("buffers[", i, "] (\"", buffer.names(0), "\")");
 }
 
+// Returns the allocation fields of a v1::Event or v1::NodeWrite, which
+// spell them alike.
+template <typename WireAllocation>
+AllocationInfo AllocationFromWire(const WireAllocation& wire) {
+  AllocationInfo allocation;
+  allocation.size = wire.size_bytes();
+  allocation.symbolic_size = wire.symbolic_size();
+  allocation.device = wire.device();
+  allocation.dtype = wire.dtype();
+  allocation.size_is_data_dependent = wire.size_is_data_dependent();
+  return allocation;
+}
+
 // Returns `events[i] ("name")`, or `events[i]` for an event without a name.
 std::string EventLabel(const v1::PlanMemoryRequest& request, int i) {
   const v1::Event& event = request.events(i);
@@ -68,11 +81,7 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
     }
     line.name = event.name();
     line.reused_as = event.reused_as();
-    line.size = event.size_bytes();
-    line.symbolic_size = event.symbolic_size();
-    line.device = event.device();
-    line.dtype = event.dtype();
-    line.size_is_data_dependent = event.size_is_data_dependent();
+    line.allocation = AllocationFromWire(event);
   }
   program.output_names.assign(request.output_names().begin(),
                               request.output_names().end());
@@ -101,11 +110,7 @@ absl::StatusOr<std::vector<ScheduledNode>> NodesFromRequest(
       }
       NodeWrite& write = node.writes.emplace_back();
       write.name = wire_write.name();
-      write.size = wire_write.size_bytes();
-      write.symbolic_size = wire_write.symbolic_size();
-      write.device = wire_write.device();
-      write.dtype = wire_write.dtype();
-      write.size_is_data_dependent = wire_write.size_is_data_dependent();
+      write.allocation = AllocationFromWire(wire_write);
       write.in_place_of = wire_write.in_place_of();
     }
   }

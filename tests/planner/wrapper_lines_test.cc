@@ -18,10 +18,10 @@ WrapperLine Allocate(const std::string& name, Bytes size,
   WrapperLine line;
   line.kind = WrapperLineKind::kAllocate;
   line.name = name;
-  line.size = size;
-  line.symbolic_size = absl::StrCat(size);
-  line.device = device;
-  line.dtype = "torch.float32";
+  line.allocation.size = size;
+  line.allocation.symbolic_size = absl::StrCat(size);
+  line.allocation.device = device;
+  line.allocation.dtype = "torch.float32";
   return line;
 }
 
@@ -174,8 +174,8 @@ NodeWrite Write(const std::string& name, Bytes size,
                 const std::string& in_place_of = "") {
   NodeWrite write;
   write.name = name;
-  write.size = size;
-  write.device = "cuda:0";
+  write.allocation.size = size;
+  write.allocation.device = "cuda:0";
   write.in_place_of = in_place_of;
   return write;
 }

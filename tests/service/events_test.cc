@@ -179,25 +179,12 @@ TEST(NodesServiceTest, PlansTheBuffersOfTheSchedule) {
     write->set_name(n.write);
     write->set_size_bytes(n.size);
     write->set_device("cuda:0");
+    write->set_dtype("torch.float32");
     node->add_reads(n.read);
   }
   nodes.add_output_names("c");
-  v1::PlanMemoryRequest buffers;
-  const struct {
-    const char* name;
-    int64_t size, begin, end;
-    bool is_output;
-  } kBuffers[] = {{"a", 64, 1, 3, false}, {"b", 128, 2, 4, false},
-                  {"c", 64, 3, 5, true}};
-  for (const auto& b : kBuffers) {
-    v1::Buffer* buffer = buffers.add_buffers();
-    buffer->add_names(b.name);
-    buffer->set_size_bytes(b.size);
-    buffer->mutable_live_range()->set_begin(b.begin);
-    buffer->mutable_live_range()->set_end(b.end);
-    buffer->set_is_output(b.is_output);
-    buffer->set_device("cuda:0");
-  }
+  const v1::PlanMemoryRequest buffers = BuffersRequest(
+      {{"a", 64, 1, 3, false}, {"b", 128, 2, 4, false}, {"c", 64, 3, 5, true}});
   absl::StatusOr<Problem> expected = RequestToProblem(buffers);
   absl::StatusOr<Problem> problem = RequestToProblem(nodes);
   ASSERT_TRUE(expected.ok()) << expected.status();

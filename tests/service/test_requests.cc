@@ -6,16 +6,9 @@
 
 namespace memplan {
 
-v1::PlanMemoryRequest SmallRequest() {
+v1::PlanMemoryRequest BuffersRequest(std::initializer_list<TestBuffer> buffers) {
   v1::PlanMemoryRequest request;
-  const struct {
-    const char* name;
-    int64_t size, begin, end;
-    bool is_output;
-  } kBuffers[] = {{"a", 100, 0, 2, false},
-                  {"b", 200, 1, 3, false},
-                  {"c", 50, 2, 4, true}};
-  for (const auto& b : kBuffers) {
+  for (const TestBuffer& b : buffers) {
     v1::Buffer* buffer = request.add_buffers();
     buffer->add_names(b.name);
     buffer->set_size_bytes(b.size);
@@ -26,6 +19,12 @@ v1::PlanMemoryRequest SmallRequest() {
     buffer->set_dtype("torch.float32");
   }
   return request;
+}
+
+v1::PlanMemoryRequest SmallRequest() {
+  return BuffersRequest({{"a", 100, 0, 2, false},
+                         {"b", 200, 1, 3, false},
+                         {"c", 50, 2, 4, true}});
 }
 
 v1::PlanMemoryRequest EventsRequestFor(const v1::PlanMemoryRequest& request) {

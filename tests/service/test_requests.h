@@ -2,9 +2,24 @@
 #ifndef MEMPLAN_TESTS_SERVICE_TEST_REQUESTS_H_
 #define MEMPLAN_TESTS_SERVICE_TEST_REQUESTS_H_
 
+#include <cstdint>
+#include <initializer_list>
+
 #include "memplan/v1/memory_planner.pb.h"
 
 namespace memplan {
+
+// One buffer of a test request, on device "cuda:0" with dtype float32.
+struct TestBuffer {
+  const char* name;
+  int64_t size;   // bytes
+  int64_t begin;  // timesteps, half-open [begin, end)
+  int64_t end;
+  bool is_output;
+};
+
+// A request with `buffers`, options unset.
+v1::PlanMemoryRequest BuffersRequest(std::initializer_list<TestBuffer> buffers);
 
 // Three buffers on one device, options unset:
 //
