@@ -40,6 +40,7 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
                            absl::Duration time_budget) {
   Encoder encoder;
   encoder.U32(kGraphHashFormatVersion);
+  encoder.U32(kPlannerVersion);
   encoder.String(strategy);
   encoder.U8(static_cast<uint8_t>(PoolModeToProto(problem.pool_mode)));
   encoder.I64(problem.alignment);
@@ -67,6 +68,18 @@ std::string GraphHash(const Problem& problem, absl::string_view strategy,
   XXH128_canonicalFromHash(&canonical, XXH3_128bits(input.data(), input.size()));
   return absl::BytesToHexString(absl::string_view(
       reinterpret_cast<const char*>(canonical.digest), sizeof(canonical)));
+}
+
+absl::StatusOr<std::string> RequestGraphHash(
+    const v1::PlanMemoryRequest& request) {
+  absl::StatusOr<Problem> problem = RequestToProblem(request);
+  if (!problem.ok()) return problem.status();
+  absl::StatusOr<std::string> strategy =
+      StrategyName(request.options().strategy());
+  if (!strategy.ok()) return strategy.status();
+  absl::StatusOr<absl::Duration> budget = TimeBudget(request.options());
+  if (!budget.ok()) return budget.status();
+  return GraphHash(*problem, *strategy, *budget);
 }
 
 }  // namespace memplan

@@ -10,6 +10,8 @@
 #include "gtest/gtest.h"
 #include "absl/time/time.h"
 #include "core/types.h"
+#include "proto/convert.h"
+#include "tests/service/test_requests.h"
 
 namespace memplan {
 namespace {
@@ -75,12 +77,14 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.alignment = 64;
   problem.capacity = 4096;
   const std::string expected =
-      Le(2, 4) /* format version */ + Le(7, 8) + "optimal" +
+      Le(3, 4) /* format version */ + Le(1, 4) /* planner version */ +
+      Le(7, 8) + "optimal" +
       Le(3, 1) /* outputs */ + Le(64, 8) + Le(4096, 8) /* capacity */ +
       Le(2500000000, 8) /* 2.5 s in ns */ + Le(1, 8) /* one buffer */ +
       Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(1, 1) + Le(3, 8) +
       "cpu" + Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */;
-  EXPECT_EQ(kGraphHashFormatVersion, 2u);
+  EXPECT_EQ(kGraphHashFormatVersion, 3u);
+  EXPECT_EQ(kPlannerVersion, 1u);
   EXPECT_EQ(GraphHashInput(problem, "optimal", absl::Milliseconds(2500)),
             expected);
   // A free buffer encodes fixed_offset -1; its own alignment, when larger,
@@ -104,11 +108,11 @@ TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
 // hand, with libxxhash's XXH3_128bits and printing high64 then low64.
 TEST(GraphHashTest, GoldenValues) {
   EXPECT_EQ(GraphHash(SmallProblem(), "inductor", kBudget),
-            "7089e1d7869cbe0cdb448548a3f4eee0");
+            "91dee21806bd37df816e7b0342777585");
   EXPECT_EQ(GraphHash(TwoDeviceProblem(), "auto", kBudget),
-            "e2770680c9f043ea0916424f7219982d");
+            "07afe2f0ced3428ec6cdd64aab2ed66a");
   EXPECT_EQ(GraphHash(PinnedProblem(), "optimal", absl::Seconds(2)),
-            "0a7a03c1bc98531c901ce546a6f1987c");
+            "def3012bac5e0062f24b9bc8cabc37b0");
 }
 
 TEST(GraphHashTest, LabelsDoNotChangeTheHash) {
@@ -166,6 +170,47 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
       << "time budget";
   EXPECT_NE(GraphHash(SmallProblem(), "inductor", absl::ZeroDuration()), hash)
       << "time budget 0";
+}
+
+// The request-level hash is the problem-level one of the resolved request:
+// defaults resolved (strategy auto, alignment 64, budget 100 ms) hash as
+// the explicit values do.
+TEST(GraphHashTest, RequestGraphHashResolvesDefaults) {
+  const v1::PlanMemoryRequest request = SmallRequest();
+  const absl::StatusOr<std::string> hash = RequestGraphHash(request);
+  ASSERT_TRUE(hash.ok()) << hash.status();
+  EXPECT_EQ(*hash, GraphHash(RequestToProblem(request).value(), "auto",
+                             kDefaultTimeBudget));
+
+  v1::PlanMemoryRequest explicit_defaults = request;
+  explicit_defaults.mutable_options()->set_strategy(v1::STRATEGY_AUTO);
+  explicit_defaults.mutable_options()->set_alignment(64);
+  explicit_defaults.mutable_options()->set_pool_mode(
+      v1::POOL_MODE_INTERMEDIATES);
+  explicit_defaults.mutable_options()->mutable_time_budget()->set_nanos(
+      100000000);
+  EXPECT_EQ(RequestGraphHash(explicit_defaults).value(), *hash);
+
+  v1::PlanMemoryRequest relabelled = request;
+  relabelled.mutable_buffers(0)->set_names(0, "renamed");
+  relabelled.mutable_buffers(1)->set_dtype("torch.int8");
+  relabelled.mutable_buffers(2)->set_symbolic_size("s0*4");
+  EXPECT_EQ(RequestGraphHash(relabelled).value(), *hash);
+
+  v1::PlanMemoryRequest budget = request;
+  budget.mutable_options()->mutable_time_budget()->set_seconds(1);
+  EXPECT_NE(RequestGraphHash(budget).value(), *hash);
+}
+
+TEST(GraphHashTest, RequestGraphHashRejectsWhatTheServerRejects) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->clear_size_bytes();
+  EXPECT_EQ(RequestGraphHash(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  request = SmallRequest();
+  request.mutable_buffers(2)->add_names("a");  // a name of buffers[0]
+  EXPECT_EQ(RequestGraphHash(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
