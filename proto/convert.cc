@@ -160,6 +160,18 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request) {
   return problem;
 }
 
+absl::StatusOr<ResolvedRequest> ResolveRequest(
+    const v1::PlanMemoryRequest& request) {
+  absl::StatusOr<Problem> problem = RequestToProblem(request);
+  if (!problem.ok()) return problem.status();
+  absl::StatusOr<std::string> strategy =
+      StrategyName(request.options().strategy());
+  if (!strategy.ok()) return strategy.status();
+  absl::StatusOr<absl::Duration> budget = TimeBudget(request.options());
+  if (!budget.ok()) return budget.status();
+  return ResolvedRequest{*std::move(problem), *std::move(strategy), *budget};
+}
+
 v1::PlanMemoryRequest ProblemToRequest(const Problem& problem,
                                        v1::Strategy strategy) {
   v1::PlanMemoryRequest request;

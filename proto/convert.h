@@ -50,6 +50,19 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 //     alignment, a negative options.capacity_bytes.
 absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request);
 
+// A request resolved for planning: the problem, the strategy's planner name
+// and the search's time budget (defaults filled in).
+struct ResolvedRequest {
+  Problem problem;
+  std::string strategy;        // e.g. "auto"; never empty
+  absl::Duration time_budget;  // options.time_budget, or kDefaultTimeBudget
+};
+
+// Returns RequestToProblem(request) with StrategyName and TimeBudget of its
+// options, or the first of their INVALID_ARGUMENT errors.
+absl::StatusOr<ResolvedRequest> ResolveRequest(
+    const v1::PlanMemoryRequest& request);
+
 // Returns the planner name (core/planners.h FindPlanner) for `strategy`:
 // kDefaultStrategy ("auto") for STRATEGY_UNSPECIFIED, else "inductor",
 // "best_fit", "optimal" or "auto". Returns INVALID_ARGUMENT for a number the

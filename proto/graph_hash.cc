@@ -72,14 +72,10 @@ std::string GraphHash(const Problem& problem, absl::string_view strategy,
 
 absl::StatusOr<std::string> RequestGraphHash(
     const v1::PlanMemoryRequest& request) {
-  absl::StatusOr<Problem> problem = RequestToProblem(request);
-  if (!problem.ok()) return problem.status();
-  absl::StatusOr<std::string> strategy =
-      StrategyName(request.options().strategy());
-  if (!strategy.ok()) return strategy.status();
-  absl::StatusOr<absl::Duration> budget = TimeBudget(request.options());
-  if (!budget.ok()) return budget.status();
-  return GraphHash(*problem, *strategy, *budget);
+  absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+  if (!resolved.ok()) return resolved.status();
+  return GraphHash(resolved->problem, resolved->strategy,
+                   resolved->time_budget);
 }
 
 }  // namespace memplan

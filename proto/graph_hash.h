@@ -67,9 +67,9 @@ std::string GraphHash(const Problem& problem, absl::string_view strategy,
                       absl::Duration time_budget);
 
 // Returns the graph hash of `request` as the server computes it: GraphHash
-// of RequestToProblem(request) (proto/convert.h) with the resolved strategy
-// name (StrategyName) and time budget (TimeBudget). Returns
-// INVALID_ARGUMENT, as RequestToProblem does, for a malformed request.
+// of ResolveRequest(request) (proto/convert.h: the problem, the resolved
+// strategy name and time budget). Returns INVALID_ARGUMENT, as
+// ResolveRequest does, for a malformed request.
 absl::StatusOr<std::string> RequestGraphHash(
     const v1::PlanMemoryRequest& request);
 
