@@ -151,12 +151,15 @@ int64_t BytesOverCapacity(const std::string& message, int64_t capacity) {
   return bytes;
 }
 
-// One in-process server per test suite, and a client of it.
+// One in-process server per test suite, and a client of it. The server has
+// no plan cache, so that every call plans (the cache's own tests are
+// CacheTest's).
 class ServerFixture : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     Server::Options options;
     options.listen = "";  // in-process only
+    options.cache_bytes = 0;
     server_ = new Server(options);
     ASSERT_EQ(server_->Start(), absl::OkStatus());
   }
