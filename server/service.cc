@@ -94,6 +94,13 @@ grpc::ByteBuffer ResponseBytes(std::shared_ptr<const std::string> response,
   return grpc::ByteBuffer(slices, 2);
 }
 
+// Returns whether strategy `name` searches for better plans until its time
+// budget (PlanContext::search_deadline): "optimal", and "auto" (its search
+// phase). The others ignore the budget.
+bool SearchesUntilItsBudget(absl::string_view name) {
+  return name == "optimal" || name == "auto";
+}
+
 bool IsDeadlineOrCancelled(const absl::Status& status) {
   return status.code() == absl::StatusCode::kDeadlineExceeded ||
          status.code() == absl::StatusCode::kCancelled;
@@ -337,7 +344,7 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
       std::min(call.search_deadline, start + resolved.time_budget);
   planner_runs_.fetch_add(1, std::memory_order_relaxed);
   absl::StatusOr<Plan> plan = planner->PlanProblem(resolved.problem, context);
-  const absl::Time end = absl::Now();
+  const absl::Duration planning_time = absl::Now() - start;
   if (!plan.ok()) return plan.status();
 
   if (absl::Status status = ValidatePlan(resolved.problem, *plan);
@@ -350,16 +357,18 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
   ResponseInfo info;
   info.graph_hash = graph_hash;
   info.planner = resolved.strategy;
-  info.planning_time = end - start;
+  info.planning_time = planning_time;
   info.cache = v1::CACHE_STATUS_UNSPECIFIED;  // set per response
   absl::StatusOr<v1::PlanMemoryResponse> response =
       PlanToResponse(resolved.problem, *plan, info);
   if (!response.ok()) return response.status();
   Planned planned;
   planned.response = *std::move(response);
-  // Cut short by the caller's deadline rather than by the time budget?
-  planned.storable = !(call.deadline < context.search_deadline &&
-                       end >= call.deadline);
+  // A search bounded by the caller's deadline rather than by its time
+  // budget may have been cut short by it.
+  planned.storable = call.deadline >= context.search_deadline ||
+                     plan->proven_optimal ||
+                     !SearchesUntilItsBudget(resolved.strategy);
   return planned;
 }
 

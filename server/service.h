@@ -18,9 +18,11 @@
 // hit is byte for byte the miss that planned it except for `cache`;
 // stats.planning_micros is the time the plan took when it was made.
 //
-// A plan is stored unless the caller's deadline came before the end of the
-// search's time budget and the planner ran until that deadline: such a plan
-// was cut short by the caller, not by the time budget the graph hash names.
+// A plan of a strategy that searches until its time budget ("optimal",
+// "auto") is stored only if the caller's deadline was not earlier than the
+// end of the budget, or the plan is proven optimal: otherwise the caller's
+// deadline may have cut the search short, and the graph hash names the plan
+// of the full budget. Identical calls waiting for such a plan plan again.
 #ifndef MEMPLAN_SERVER_SERVICE_H_
 #define MEMPLAN_SERVER_SERVICE_H_
 
