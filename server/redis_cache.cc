@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -39,6 +40,16 @@ uint64_t ReadLittleEndian(absl::string_view bytes) {
 timeval TimevalOf(absl::Duration duration) {
   // At least 1 ms: hiredis reads a zero timeout as "none".
   return absl::ToTimeval(std::max(duration, absl::Milliseconds(1)));
+}
+
+// Returns why a command on `connection` failed, in words.
+std::string FailureOf(const redisContext& connection) {
+  // hiredis reports a read past SO_RCVTIMEO as the I/O error EAGAIN.
+  if (connection.err == REDIS_ERR_IO &&
+      (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    return "no answer within the timeout";
+  }
+  return connection.errstr;
 }
 
 // Frees hiredis replies.
@@ -146,7 +157,7 @@ redisContext* RedisCache::Connect(std::string* error) const {
   redisSetTimeout(connection, TimevalOf(options_.timeout));
   const Reply reply(static_cast<redisReply*>(redisCommand(connection, "PING")));
   if (reply == nullptr || reply->type != REDIS_REPLY_STATUS) {
-    *error = reply == nullptr ? std::string(connection->errstr)
+    *error = reply == nullptr ? FailureOf(*connection)
                               : std::string("PING was not answered PONG");
     redisFree(connection);
     return nullptr;
@@ -229,7 +240,7 @@ absl::StatusOr<std::string> RedisCache::Get(absl::string_view graph_hash,
   const Reply reply(static_cast<redisReply*>(
       redisCommand(connection, "GET %b", key.data(), key.size())));
   if (reply == nullptr) {
-    const std::string reason = connection->errstr;
+    const std::string reason = FailureOf(*connection);
     Fail(connection, reason);
     return absl::UnavailableError(
         absl::StrCat("redis ", address(), ": ", reason));
@@ -287,7 +298,7 @@ bool RedisCache::WriteOne(redisContext* connection, const Write& write) {
       redisCommand(connection, "SET %b %b PX %s", key.data(), key.size(),
                    value.data(), value.size(), ttl_ms.c_str())));
   if (reply == nullptr) {
-    Fail(connection, connection->errstr);
+    Fail(connection, FailureOf(*connection));
     return false;
   }
   if (reply->type == REDIS_REPLY_ERROR) {

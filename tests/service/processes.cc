@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -133,6 +134,65 @@ int ServerProcess::Stop() {
   const int code = WaitForExit(pid_);
   pid_ = -1;
   return code;
+}
+
+RedisProcess::~RedisProcess() {
+  if (pid_ > 0) Kill();
+}
+
+absl::Status RedisProcess::Start(const std::string& binary, int port) {
+  if (port != 0) return StartOn(binary, port);
+  absl::Status status;
+  // A free port may be taken by someone else before Redis binds it.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    status = StartOn(binary, FreeLoopbackPort());
+    if (status.ok()) return status;
+  }
+  return status;
+}
+
+absl::Status RedisProcess::StartOn(const std::string& binary, int port) {
+  port_ = port;
+  log_path_ = TempPath("redis_log");
+  pid_ = Spawn({binary, "--port", std::to_string(port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--dir",
+                ::testing::TempDir(), "--loglevel", "notice"},
+               log_path_, log_path_);
+  if (pid_ < 0) return absl::InternalError("cannot start " + binary);
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < give_up) {
+    if (absl::StrContains(ReadAll(log_path_), "Ready to accept connections")) {
+      return absl::OkStatus();
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return absl::InternalError("redis-server exited: " + ReadAll(log_path_));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  Kill();
+  return absl::DeadlineExceededError("redis-server did not start: " +
+                                     ReadAll(log_path_));
+}
+
+void RedisProcess::Kill() {
+  if (pid_ < 0) return;
+  kill(pid_, SIGKILL);
+  WaitForExit(pid_);
+  pid_ = -1;
+}
+
+void RedisProcess::Pause() {
+  if (pid_ > 0) kill(pid_, SIGSTOP);
+}
+
+void RedisProcess::Resume() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
+}
+
+std::string RedisProcess::address() const {
+  return absl::StrCat("127.0.0.1:", port_);
 }
 
 }  // namespace memplan

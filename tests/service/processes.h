@@ -67,6 +67,40 @@ class ServerProcess {
   std::string address_;
 };
 
+// A redis-server on 127.0.0.1 without persistence; killed (SIGKILL) when
+// destroyed if still running.
+class RedisProcess {
+ public:
+  RedisProcess() = default;
+  RedisProcess(const RedisProcess&) = delete;
+  RedisProcess& operator=(const RedisProcess&) = delete;
+  ~RedisProcess();
+
+  // Starts `binary` on `port` (0: a free one, retried on a clash) and waits
+  // (up to 30 s) until it accepts connections. Returns INTERNAL or
+  // DEADLINE_EXCEEDED with its log otherwise.
+  absl::Status Start(const std::string& binary, int port = 0);
+
+  // Kills it (SIGKILL) and waits for it to exit.
+  void Kill();
+  // Stops (SIGSTOP) and continues (SIGCONT) it: a Redis that does not
+  // answer but whose port still accepts connections.
+  void Pause();
+  void Resume();
+
+  bool running() const { return pid_ > 0; }
+  int port() const { return port_; }
+  std::string address() const;  // "127.0.0.1:PORT"
+  std::string log() const { return ReadAll(log_path_); }
+
+ private:
+  absl::Status StartOn(const std::string& binary, int port);
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+};
+
 }  // namespace memplan
 
 #endif  // MEMPLAN_TESTS_SERVICE_PROCESSES_H_
