@@ -22,6 +22,7 @@
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "proto/convert.h"
 #include "proto/graph_files.h"
+#include "proto/graph_hash.h"
 #include "tests/service/processes.h"
 
 namespace memplan {
@@ -262,6 +263,47 @@ TEST_F(EndToEndTest, UsageErrorsExitNonZero) {
   EXPECT_THAT(help.out + help.err, HasSubstr("memplan plan"));
   EXPECT_THAT(help.out + help.err, HasSubstr("--capacity"));
   EXPECT_THAT(help.out + help.err, HasSubstr("--time_budget"));
+}
+
+// The server process computes the graph hash this process does, and the
+// golden value: the hash is stable across processes and runs. A second
+// call of the same file comes from the server's cache.
+TEST_F(EndToEndTest, GraphHashIsTheSameInEveryProcessAndCached) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
+  absl::StatusOr<v1::PlanMemoryRequest> request = RequestFromFile(file);
+  ASSERT_TRUE(request.ok()) << request.status();
+  request->mutable_options()->set_strategy(v1::STRATEGY_INDUCTOR);
+  const std::string hash = RequestGraphHash(*request).value();
+  // Changes only with kGraphHashFormatVersion or kPlannerVersion (or the
+  // corpus file).
+  EXPECT_EQ(hash, "0a54bd4c64feeebdd61bb23fefd92e3d");
+  for (const v1::CacheStatus cache :
+       {v1::CACHE_STATUS_MISS, v1::CACHE_STATUS_LOCAL}) {
+    const RunResult run = Memplan({"plan", "--strategy=inductor", file});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const v1::PlanMemoryResponse response = ParseResponse(run.out);
+    EXPECT_EQ(response.graph_hash(), hash);
+    EXPECT_EQ(response.cache(), cache);
+  }
+}
+
+TEST_F(EndToEndTest, LoadTestChecksEveryCall) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
+  const RunResult run = Memplan({"loadtest", "--calls=200", "--in_flight=8",
+                                 "--strategy=inductor", file});
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  EXPECT_THAT(run.out, HasSubstr("200 (0 failed)"));
+  EXPECT_THAT(run.out, HasSubstr("miss 1  local 199  redis 0"));
+  EXPECT_THAT(run.out, HasSubstr("p99"));
+  // A request the server refuses: every call fails, exit 1.
+  const RunResult refused = Memplan({"loadtest", "--calls=10",
+                                     "--strategy=inductor", "--capacity=64",
+                                     file});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.out, HasSubstr("10 (10 failed)"));
+  EXPECT_THAT(refused.out, HasSubstr("RESOURCE_EXHAUSTED"));
 }
 
 TEST_F(EndToEndTest, HealthIsServing) {
