@@ -1,6 +1,7 @@
 #include "client/load_test.h"
 
 #include <grpcpp/generic/generic_stub.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -94,6 +95,14 @@ absl::Status CheckResponse(const Target& target, const std::string& bytes,
   return ValidatePlan(target.problem, *plan);
 }
 
+// Returns the CPU time (user + system) this process has used.
+absl::Duration ProcessCpuTime() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return absl::DurationFromTimeval(usage.ru_utime) +
+         absl::DurationFromTimeval(usage.ru_stime);
+}
+
 // Returns the `fraction` quantile of sorted `values` (nearest rank).
 double Quantile(const std::vector<int64_t>& sorted, double fraction) {
   if (sorted.empty()) return 0;
@@ -123,11 +132,15 @@ class LoadTest {
       latencies_us_.clear();
     }
     const absl::Time start = absl::Now();
+    const absl::Duration cpu_start = ProcessCpuTime();
     next_index_ = options_.warmup_calls;
     Phase(options_.calls, options_.calls > 0 ? absl::InfiniteFuture()
                                              : start + options_.duration);
     report_.elapsed = absl::Now() - start;
     report_.calls = static_cast<int64_t>(latencies_us_.size());
+    report_.client_cpu_us_per_call =
+        absl::ToDoubleMicroseconds(ProcessCpuTime() - cpu_start) /
+        std::max<int64_t>(1, report_.calls);
     report_.calls_per_second =
         report_.calls / std::max(1e-9, absl::ToDoubleSeconds(report_.elapsed));
     std::sort(latencies_us_.begin(), latencies_us_.end());
@@ -278,12 +291,23 @@ std::string LoadTestReport::ToString() const {
       "elapsed      %.3f s\n"
       "throughput   %.0f calls/s\n"
       "latency us   p50 %.0f  p90 %.0f  p99 %.0f  max %.0f\n"
+      "client CPU   %.1f us per call\n"
       "cache        miss %d  local %d  redis %d\n%s",
       calls, failures, absl::ToDoubleSeconds(elapsed), calls_per_second,
-      p50_us, p90_us, p99_us, max_us, cache_miss, cache_local, cache_redis,
+      p50_us, p90_us, p99_us, max_us, client_cpu_us_per_call, cache_miss,
+      cache_local, cache_redis,
       first_failure.empty() ? ""
                             : absl::StrCat("first failure: ", first_failure,
                                            "\n"));
+}
+
+std::shared_ptr<grpc::Channel> CreateLoadTestChannel(
+    const std::string& target) {
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(-1);
+  arguments.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                   arguments);
 }
 
 absl::StatusOr<LoadTestReport> RunLoadTest(

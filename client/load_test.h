@@ -47,13 +47,22 @@ struct LoadTestReport {
   absl::Duration elapsed;     // from the first call started to the last done
   double calls_per_second = 0;
   double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;
+  // CPU time (user + system) this process spent in the measured run, per
+  // call, in microseconds: the client's share of the machine.
+  double client_cpu_us_per_call = 0;
   // Responses by where the plan came from (PlanMemoryResponse.cache).
   int64_t cache_miss = 0, cache_local = 0, cache_redis = 0;
 
   // Returns the report as lines of text: calls, failures, throughput,
-  // latency percentiles and cache statuses.
+  // latency percentiles, the client's CPU per call and cache statuses.
   std::string ToString() const;
 };
+
+// Returns a channel to `target` (HOST:PORT) for load tests: any response
+// size, and no gRPC retries (on by default, they keep a copy of every
+// request in case it must be sent again: client CPU the server's throughput
+// should not be measured with).
+std::shared_ptr<grpc::Channel> CreateLoadTestChannel(const std::string& target);
 
 // Runs the load test against `channel` with `base` (a valid request) and
 // `options`. Every response is checked: status OK, and either byte-identical
