@@ -28,6 +28,18 @@ absl::StatusOr<v1::PlanMemoryResponse> MemplanClient::PlanMemory(
   return response;
 }
 
+absl::StatusOr<v1::PlanMemoryResponse> MemplanClient::GetPlan(
+    absl::string_view graph_hash, absl::Duration timeout) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  v1::GetPlanRequest request;
+  request.set_graph_hash(std::string(graph_hash));
+  v1::PlanMemoryResponse response;
+  const grpc::Status status = planner_->GetPlan(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
 absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus>
 MemplanClient::HealthCheck(absl::string_view service, absl::Duration timeout) {
   grpc::ClientContext context;

@@ -35,6 +35,14 @@ class MemplanClient {
       const v1::PlanMemoryRequest& request,
       absl::Duration timeout = absl::Seconds(30));
 
+  // Asks MemoryPlanner.GetPlan for the cached plan of `graph_hash` (a
+  // response's graph_hash) with a deadline `timeout` from now. Returns the
+  // call's status unchanged: NOT_FOUND when the server has no plan for it,
+  // INVALID_ARGUMENT when it is not 32 hex characters, ...
+  absl::StatusOr<v1::PlanMemoryResponse> GetPlan(
+      absl::string_view graph_hash,
+      absl::Duration timeout = absl::Seconds(30));
+
   // Calls grpc.health.v1.Health/Check for `service` ("" means the whole
   // server; "memplan.v1.MemoryPlanner" the planner) and returns its serving
   // status. Returns the call's status on failure (NOT_FOUND for a service

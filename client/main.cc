@@ -5,6 +5,9 @@
 //                [--time_budget=DURATION] [--output=json|table]
 //                [--timeout=DURATION] FILE...
 //   memplan health [--server=HOST:PORT] [--service=NAME] [--timeout=DURATION]
+//   memplan loadtest [--server=HOST:PORT] [--in_flight=N] [--duration=DURATION]
+//                    [--calls=N] [--distinct=N] [--warmup_calls=N]
+//                    [--strategy=NAME] [--pool_mode=NAME] ... FILE
 //
 // `plan` reads each FILE (a corpus JSON file, *.json, whose source.memory_pool
 // sets the pool mode unless --pool_mode is given; or a MiniMalloc CSV,
@@ -13,10 +16,14 @@
 // and prints the response: with --output=json (the default) one line per
 // file of protobuf's JSON mapping with proto field names and default values
 // printed; with --output=table a readable summary per file. `health` calls
-// grpc.health.v1.Health/Check and prints the serving status.
+// grpc.health.v1.Health/Check and prints the serving status. `loadtest`
+// sends FILE's request (with the option flags applied) with --in_flight
+// calls in flight for --duration (or --calls calls), checks every status
+// and response (client/load_test.h) and prints throughput, latency
+// percentiles and cache statuses.
 //
-// Exit status: 0 when every file was planned (or the server is SERVING);
-// 1 when any call or file failed, with "FILE: CODE: message" on stderr
+// Exit status: 0 when every file was planned (or the server is SERVING, or
+// every load-test call succeeded); 1 when any call or file failed, with "FILE: CODE: message" on stderr
 // (e.g. "g.json: INVALID_ARGUMENT: buffers[3] ("buf7"): size_bytes is
 // missing"); 2 for a usage error.
 #include <cstdint>
@@ -28,6 +35,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -38,6 +46,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/load_test.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/graph_files.h"
@@ -66,6 +75,16 @@ ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30),
           "deadline of each call, e.g. 30s or 500ms");
 ABSL_FLAG(std::string, service, "",
           "health: the service to check; empty: the whole server");
+ABSL_FLAG(int32_t, in_flight, 16, "loadtest: calls kept in flight");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(10),
+          "loadtest: how long to start calls (when --calls is 0)");
+ABSL_FLAG(int64_t, calls, 0,
+          "loadtest: > 0: stop after this many calls instead of --duration");
+ABSL_FLAG(int64_t, distinct, 1,
+          "loadtest: distinct requests cycled through (request i: FILE's "
+          "with buffers[0].size_bytes + i)");
+ABSL_FLAG(int64_t, warmup_calls, 0,
+          "loadtest: calls before the measured run (checked, not timed)");
 
 namespace memplan {
 namespace {
@@ -80,6 +99,9 @@ constexpr char kUsage[] =
     "               [--time_budget=DURATION] [--output=json|table] "
     "[--timeout=DURATION] FILE...\n"
     "  memplan health [--server=HOST:PORT] [--service=NAME]\n"
+    "  memplan loadtest [--server=HOST:PORT] [--in_flight=N] "
+    "[--duration=DURATION | --calls=N]\n"
+    "                   [--distinct=N] [--warmup_calls=N] [option flags] FILE\n"
     "\n"
     "FILE is a corpus JSON file (*.json) or a MiniMalloc CSV (*.csv, header\n"
     "id,lower,upper,size, optionally alignment and offset: an offset pins\n"
@@ -289,6 +311,47 @@ int RunHealth() {
              : kExitFailure;
 }
 
+int RunLoadTestCommand(const std::vector<std::string>& files) {
+  absl::StatusOr<Overrides> overrides = OverridesFromFlags();
+  if (!overrides.ok()) {
+    std::fprintf(stderr, "memplan: %s\n",
+                 std::string(overrides.status().message()).c_str());
+    return kExitUsage;
+  }
+  if (files.size() != 1) {
+    std::fprintf(stderr, "memplan loadtest: exactly one FILE, got %zu\n",
+                 files.size());
+    return kExitUsage;
+  }
+  absl::StatusOr<v1::PlanMemoryRequest> request = RequestFromFile(files[0]);
+  if (!request.ok()) {
+    std::fprintf(stderr, "%s: %s\n", files[0].c_str(),
+                 request.status().ToString().c_str());
+    return kExitFailure;
+  }
+  Apply(*overrides, *request);
+  LoadTestOptions options;
+  options.in_flight = absl::GetFlag(FLAGS_in_flight);
+  options.duration = absl::GetFlag(FLAGS_duration);
+  options.calls = absl::GetFlag(FLAGS_calls);
+  options.distinct = absl::GetFlag(FLAGS_distinct);
+  options.warmup_calls = absl::GetFlag(FLAGS_warmup_calls);
+  options.timeout = absl::GetFlag(FLAGS_timeout);
+  const absl::StatusOr<LoadTestReport> report = memplan::RunLoadTest(
+      CreateLoadTestChannel(absl::GetFlag(FLAGS_server)), *request, options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "memplan loadtest: %s\n",
+                 report.status().ToString().c_str());
+    return report.status().code() == absl::StatusCode::kInvalidArgument
+               ? kExitUsage
+               : kExitFailure;
+  }
+  std::printf("%s: %d buffers, %d in flight\n%s", files[0].c_str(),
+              request->buffers_size(), options.in_flight,
+              report->ToString().c_str());
+  return report->failures == 0 && report->calls > 0 ? 0 : kExitFailure;
+}
+
 }  // namespace
 }  // namespace memplan
 
@@ -303,6 +366,10 @@ int main(int argc, char** argv) {
   absl::SetFlagsUsageConfig(usage_config);
 
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  // Debian builds Abseil without NDEBUG, so absl::Mutex (gRPC's mutex too)
+  // tracks lock order on every lock to detect deadlocks: a debugging aid
+  // that costs a cache hit several percent of its CPU.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (args.size() < 2) {
     std::fprintf(stderr, "memplan: %s\nTry --help.\n", memplan::kUsage);
     return memplan::kExitUsage;
@@ -310,6 +377,7 @@ int main(int argc, char** argv) {
   const std::string command = args[1];
   const std::vector<std::string> operands(args.begin() + 2, args.end());
   if (command == "plan") return memplan::RunPlan(operands);
+  if (command == "loadtest") return memplan::RunLoadTestCommand(operands);
   if (command == "health") {
     if (!operands.empty()) {
       std::fprintf(stderr, "memplan health: unexpected argument \"%s\"\n",
@@ -318,7 +386,8 @@ int main(int argc, char** argv) {
     }
     return memplan::RunHealth();
   }
-  std::fprintf(stderr, "memplan: unknown command \"%s\" (plan or health)\n",
+  std::fprintf(stderr,
+               "memplan: unknown command \"%s\" (plan, health or loadtest)\n",
                command.c_str());
   return memplan::kExitUsage;
 }

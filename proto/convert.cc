@@ -301,6 +301,23 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
   return problem;
 }
 
+absl::StatusOr<ResolvedRequest> ResolveRequest(
+    const v1::PlanMemoryRequest& request) {
+  ResolvedRequest resolved;
+  absl::StatusOr<Problem> problem = RequestToProblem(request, &resolved.lines);
+  if (!problem.ok()) return problem.status();
+  absl::StatusOr<std::string> strategy =
+      StrategyName(request.options().strategy());
+  if (!strategy.ok()) return strategy.status();
+  absl::StatusOr<absl::Duration> budget = TimeBudget(request.options());
+  if (!budget.ok()) return budget.status();
+  resolved.problem = *std::move(problem);
+  resolved.strategy = *std::move(strategy);
+  resolved.time_budget = *budget;
+  resolved.events = request.events_size() > 0;
+  return resolved;
+}
+
 v1::PlanMemoryRequest ProblemToRequest(const Problem& problem,
                                        v1::Strategy strategy) {
   v1::PlanMemoryRequest request;

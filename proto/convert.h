@@ -63,6 +63,21 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
                                          PoolLines* lines = nullptr);
 
+// A request resolved for planning: the problem, the strategy's planner name
+// and the search's time budget (defaults filled in).
+struct ResolvedRequest {
+  Problem problem;
+  std::string strategy;        // e.g. "auto"; never empty
+  absl::Duration time_budget;  // options.time_budget, or kDefaultTimeBudget
+  bool events = false;         // the request gave events
+  PoolLines lines;             // with events: their groups (RequestToProblem)
+};
+
+// Returns RequestToProblem(request) with StrategyName and TimeBudget of its
+// options, or the first of their INVALID_ARGUMENT errors.
+absl::StatusOr<ResolvedRequest> ResolveRequest(
+    const v1::PlanMemoryRequest& request);
+
 // Returns the planner name (core/planners.h FindPlanner) for `strategy`:
 // kDefaultStrategy ("auto") for STRATEGY_UNSPECIFIED, else "inductor",
 // "best_fit", "optimal" or "auto". Returns INVALID_ARGUMENT for a number the

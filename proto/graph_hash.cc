@@ -40,6 +40,7 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
                            absl::Duration time_budget, const PoolLines* lines) {
   Encoder encoder;
   encoder.U32(kGraphHashFormatVersion);
+  encoder.U32(kPlannerVersion);
   encoder.String(strategy);
   encoder.U8(static_cast<uint8_t>(PoolModeToProto(problem.pool_mode)));
   encoder.I64(problem.alignment);
@@ -75,6 +76,18 @@ std::string GraphHash(const Problem& problem, absl::string_view strategy,
   XXH128_canonicalFromHash(&canonical, XXH3_128bits(input.data(), input.size()));
   return absl::BytesToHexString(absl::string_view(
       reinterpret_cast<const char*>(canonical.digest), sizeof(canonical)));
+}
+
+absl::StatusOr<std::string> RequestGraphHash(
+    const v1::PlanMemoryRequest& request) {
+  absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+  if (!resolved.ok()) return resolved.status();
+  return GraphHash(*resolved);
+}
+
+std::string GraphHash(const ResolvedRequest& resolved) {
+  return GraphHash(resolved.problem, resolved.strategy, resolved.time_budget,
+                   resolved.events ? &resolved.lines : nullptr);
 }
 
 }  // namespace memplan

@@ -7,6 +7,7 @@
 // length (u64) then its bytes:
 //
 //   u32     format version (kGraphHashFormatVersion)
+//   u32     planner version (kPlannerVersion)
 //   string  strategy name, resolved (e.g. "auto", never "")
 //   u8      pool mode, as the wire's PoolMode number (1 none,
 //           2 intermediates, 3 outputs, 4 combined)
@@ -34,23 +35,34 @@
 //
 // Names, dtypes and symbolic sizes are labels, not inputs of the plan: two
 // requests that differ only in them hash alike. Any change to the encoding
-// must bump kGraphHashFormatVersion so old cache entries are not reused.
+// must bump kGraphHashFormatVersion, and any change to a planner that may
+// give another plan for the same input must bump kPlannerVersion, so that
+// old cache entries (in process and in Redis) are not reused.
 #ifndef MEMPLAN_PROTO_GRAPH_HASH_H_
 #define MEMPLAN_PROTO_GRAPH_HASH_H_
 
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/types.h"
 #include "core/wrapper_lines.h"
+#include "memplan/v1/memory_planner.pb.h"
+#include "proto/convert.h"
 
 namespace memplan {
 
 // 1: the first encoding; 2: adds capacity, time budget and per-buffer
-// alignment and fixed_offset; 3: adds the events' pool lines.
-inline constexpr uint32_t kGraphHashFormatVersion = 3;
+// alignment and fixed_offset; 3: adds the planner version; 4: adds the
+// events' pool lines.
+inline constexpr uint32_t kGraphHashFormatVersion = 4;
+
+// The version of the planners' behaviour (core/planners.h): bumped whenever
+// a strategy may return another plan (pools, offsets or stats) for the same
+// input, so that plans cached by an older server are not served.
+inline constexpr uint32_t kPlannerVersion = 1;
 
 // Returns the canonical encoding above for `problem` planned by `strategy`
 // (a planner name, e.g. "auto") with search time `time_budget` (the
@@ -65,6 +77,17 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
 std::string GraphHash(const Problem& problem, absl::string_view strategy,
                       absl::Duration time_budget,
                       const PoolLines* lines = nullptr);
+
+// Returns GraphHash of a resolved request: its problem, strategy, time
+// budget and, for a request with events, their lines.
+std::string GraphHash(const ResolvedRequest& resolved);
+
+// Returns the graph hash of `request` as the server computes it: GraphHash
+// of ResolveRequest(request) (proto/convert.h: the problem, the resolved
+// strategy name and time budget). Returns INVALID_ARGUMENT, as
+// ResolveRequest does, for a malformed request.
+absl::StatusOr<std::string> RequestGraphHash(
+    const v1::PlanMemoryRequest& request);
 
 }  // namespace memplan
 

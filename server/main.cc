@@ -2,6 +2,8 @@
 //
 //   memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES]
 //                  [--worker_threads=N] [--shutdown_grace=DURATION]
+//                  [--cache_bytes=BYTES] [--redis=HOST:PORT]
+//                  [--redis_ttl=DURATION] [--redis_timeout=DURATION]
 //
 // Prints "memplan-server listening on HOST:PORT" to stderr once serving
 // (the bound port, also for --listen=HOST:0). On SIGINT or SIGTERM it stops
@@ -18,6 +20,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/server.h"
 
@@ -27,18 +30,32 @@ ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "largest request or response in bytes; larger requests get "
           "RESOURCE_EXHAUSTED");
 ABSL_FLAG(int32_t, worker_threads, 0,
-          "most threads serving calls (gRPC refuses calls beyond them with "
-          "RESOURCE_EXHAUSTED); 0 means max(64, 4 * hardware threads)");
+          "threads planning calls the cache cannot answer at once (more "
+          "wait in order); 0 means max(64, 4 * hardware threads)");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGINT/SIGTERM, how long calls in flight may still run");
+ABSL_FLAG(int64_t, cache_bytes, int64_t{256} << 20,
+          "bytes the in-process plan cache may hold; 0: no cache");
+ABSL_FLAG(std::string, redis, "",
+          "HOST:PORT of a Redis shared by replicas as a plan cache; empty: "
+          "none. Redis need not be up: the server plans locally meanwhile");
+ABSL_FLAG(absl::Duration, redis_ttl, absl::Hours(24),
+          "how long plans live in Redis");
+ABSL_FLAG(absl::Duration, redis_timeout, absl::Milliseconds(50),
+          "bound on connecting to Redis and on each Redis command");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Serves memplan.v1.MemoryPlanner (with gRPC health and reflection) "
       "until SIGINT or SIGTERM.\n"
       "Usage: memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES] "
-      "[--worker_threads=N] [--shutdown_grace=DURATION]");
+      "[--worker_threads=N] [--shutdown_grace=DURATION] [--cache_bytes=BYTES] "
+      "[--redis=HOST:PORT] [--redis_ttl=DURATION] [--redis_timeout=DURATION]");
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  // Debian builds Abseil without NDEBUG, so absl::Mutex (gRPC's mutex too)
+  // tracks lock order on every lock to detect deadlocks: a debugging aid
+  // that costs a cache hit several percent of its CPU.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (positional.size() > 1) {
     std::fprintf(stderr, "memplan-server: unexpected argument \"%s\"\n",
                  positional[1]);
@@ -59,6 +76,10 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_worker_threads) != 0) {
     options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
   }
+  options.cache_bytes = absl::GetFlag(FLAGS_cache_bytes);
+  options.redis = absl::GetFlag(FLAGS_redis);
+  options.redis_ttl = absl::GetFlag(FLAGS_redis_ttl);
+  options.redis_timeout = absl::GetFlag(FLAGS_redis_timeout);
   memplan::Server server(options);
   if (absl::Status status = server.Start(); !status.ok()) {
     std::fprintf(stderr, "memplan-server: %s\n", status.ToString().c_str());

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.pb.h"
+#include "server/redis_cache.h"
 
 namespace memplan {
 namespace {
@@ -40,6 +41,31 @@ absl::Status Server::Start() {
     return absl::InvalidArgumentError(absl::StrCat(
         "worker_threads must be >= 2, got ", options_.worker_threads));
   }
+  if (options_.cache_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cache_bytes must be >= 0, got ", options_.cache_bytes));
+  }
+  MemoryPlannerService::Options service_options;
+  service_options.cache_bytes = options_.cache_bytes;
+  service_options.worker_threads = options_.worker_threads;
+  if (!options_.redis.empty()) {
+    absl::StatusOr<std::pair<std::string, int>> address =
+        ParseHostPort("redis", options_.redis);
+    if (!address.ok()) return address.status();
+    if (options_.redis_ttl <= absl::ZeroDuration() ||
+        options_.redis_timeout <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "redis_ttl and redis_timeout must be > 0, got ",
+          absl::FormatDuration(options_.redis_ttl), " and ",
+          absl::FormatDuration(options_.redis_timeout)));
+    }
+    RedisOptions redis;
+    redis.host = address->first;
+    redis.port = address->second;
+    redis.ttl = options_.redis_ttl;
+    redis.timeout = options_.redis_timeout;
+    service_options.redis = redis;
+  }
 
   // Reflection describes services from the generated descriptor pool, and
   // gRPC's built-in health service brings no descriptors of its own: using
@@ -62,11 +88,13 @@ absl::Status Server::Start() {
   grpc::ResourceQuota quota("memplan-server");
   quota.SetMaxThreads(options_.worker_threads);
   builder.SetResourceQuota(quota);
-  builder.RegisterService(&service_);
+  service_ = std::make_unique<MemoryPlannerService>(service_options);
+  builder.RegisterService(service_.get());
 
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || (!options_.listen.empty() && port_ == 0)) {
     server_.reset();
+    service_.reset();
     port_ = 0;
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options_.listen));

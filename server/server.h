@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -27,13 +28,23 @@ class Server {
     // Largest message accepted or sent, in bytes. A larger request fails
     // with RESOURCE_EXHAUSTED (from gRPC itself); the server keeps serving.
     int max_message_bytes = 64 << 20;
-    // Most threads gRPC may use to serve calls (grpc::ResourceQuota); at
-    // least 2. gRPC's synchronous server does not queue calls beyond its
-    // threads: it refuses them with RESOURCE_EXHAUSTED ("Server Threadpool
-    // Exhausted"), so this must exceed the concurrent calls expected (each
-    // call holds one thread; gRPC's pollers hold a few more). Planning is
-    // CPU-bound: threads beyond the cores share them.
+    // Threads that parse and plan PlanMemory calls the cache cannot answer
+    // at once (server/service.h; calls beyond them wait in order), and the
+    // most threads gRPC may use for health and reflection
+    // (grpc::ResourceQuota); at least 2. Planning is CPU-bound: threads
+    // beyond the cores share them; the rest serve calls that wait for an
+    // identical call's plan or for Redis.
     int worker_threads = DefaultWorkerThreads();
+    // Bytes the in-process plan cache may hold (server/plan_cache.h), >= 0;
+    // 0: no cache.
+    int64_t cache_bytes = int64_t{256} << 20;
+    // HOST:PORT of a Redis shared by replicas (server/redis_cache.h); empty:
+    // none.
+    std::string redis;
+    // How long plans live in Redis; > 0.
+    absl::Duration redis_ttl = absl::Hours(24);
+    // Bounds connecting to Redis and each command; > 0.
+    absl::Duration redis_timeout = absl::Milliseconds(50);
   };
 
   explicit Server(Options options);
@@ -45,9 +56,11 @@ class Server {
 
   // Starts serving memplan.v1.MemoryPlanner, grpc.health.v1.Health (status
   // SERVING for "" and "memplan.v1.MemoryPlanner") and reflection
-  // (grpc.reflection.v1alpha, able to describe all three). Returns
-  // INVALID_ARGUMENT for bad options, FAILED_PRECONDITION when already
-  // started, UNAVAILABLE naming the address when it cannot listen there.
+  // (grpc.reflection.v1alpha, able to describe all three). Redis, when
+  // configured, is connected in the background: it need not be up. Returns
+  // INVALID_ARGUMENT for bad options (naming the option), FAILED_PRECONDITION
+  // when already started, UNAVAILABLE naming the address when it cannot
+  // listen there.
   absl::Status Start();
 
   // Returns the port bound after Start (the chosen one for port 0), or 0.
@@ -57,8 +70,9 @@ class Server {
   // not listening.
   std::string address() const;
 
-  // Returns the MemoryPlanner service this server runs.
-  const MemoryPlannerService& service() const { return service_; }
+  // Returns the MemoryPlanner service this server runs; only after a
+  // successful Start.
+  const MemoryPlannerService& service() const { return *service_; }
 
   // Returns a channel to this server that bypasses the network (for tests),
   // or nullptr before Start. Its client side accepts messages of any size.
@@ -73,7 +87,8 @@ class Server {
 
  private:
   Options options_;
-  MemoryPlannerService service_;
+  // Before server_, so that it outlives the gRPC server's calls.
+  std::unique_ptr<MemoryPlannerService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

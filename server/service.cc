@@ -1,16 +1,22 @@
 #include "server/service.h"
 
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>
+
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/planners.h"
 #include "core/validator.h"
-#include "proto/convert.h"
 #include "proto/graph_hash.h"
 #include "proto/grpc_status.h"
 
@@ -18,7 +24,7 @@ namespace memplan {
 namespace {
 
 // Returns the call's deadline; gRPC reports "none" as time_point::max().
-absl::Time DeadlineOf(const grpc::ServerContext& context) {
+absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
   const std::chrono::system_clock::time_point deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) {
     return absl::InfiniteFuture();
@@ -26,36 +32,305 @@ absl::Time DeadlineOf(const grpc::ServerContext& context) {
   return absl::FromChrono(deadline);
 }
 
+// Returns the XXH3-128 digest of `bytes`' contents.
+Digest BytesDigest(const grpc::ByteBuffer& bytes) {
+  std::vector<grpc::Slice> slices;
+  (void)bytes.Dump(&slices);  // references the slices; copies nothing
+  XXH3_state_t state;
+  XXH3_128bits_reset(&state);
+  for (const grpc::Slice& slice : slices) {
+    XXH3_128bits_update(&state, slice.begin(), slice.size());
+  }
+  const XXH128_hash_t hash = XXH3_128bits_digest(&state);
+  return absl::MakeUint128(hash.high64, hash.low64);
+}
+
+// Returns the digest that 32 hex characters (either case) spell, with
+// `hex` lowercased; INVALID_ARGUMENT naming graph_hash otherwise.
+absl::StatusOr<Digest> ParseGraphHash(std::string& hex) {
+  absl::AsciiStrToLower(&hex);
+  uint64_t halves[2] = {0, 0};
+  bool valid = hex.size() == 32;
+  for (size_t i = 0; valid && i < hex.size(); ++i) {
+    const char c = hex[i];
+    if (!absl::ascii_isxdigit(c)) {
+      valid = false;
+      break;
+    }
+    const uint64_t digit = c <= '9' ? c - '0' : c - 'a' + 10;
+    halves[i / 16] = (halves[i / 16] << 4) | digit;
+  }
+  if (!valid) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph_hash must be 32 hex characters, got \"", hex, "\""));
+  }
+  return absl::MakeUint128(halves[0], halves[1]);
+}
+
+// Parses `bytes` into `message`; false when they are not one.
+bool ParseBytes(const grpc::ByteBuffer& bytes,
+                google::protobuf::Message& message) {
+  grpc::ByteBuffer copy(bytes);  // shares the slices
+  grpc::ProtoBufferReader reader(&copy);
+  return message.ParseFromZeroCopyStream(&reader);
+}
+
+// Returns the bytes of `response` (a serialized response, `cache` unset)
+// with `cache` = `status` appended: field 5 is the message's last, so this
+// is exactly how the whole message serializes. Shares `response`.
+grpc::ByteBuffer ResponseBytes(std::shared_ptr<const std::string> response,
+                               v1::CacheStatus status) {
+  static constexpr char kCacheField[4][2] = {
+      {0x28, 0}, {0x28, 1}, {0x28, 2}, {0x28, 3}};  // tag 5 varint, value
+  auto* owner = new std::shared_ptr<const std::string>(std::move(response));
+  grpc::Slice slices[2] = {
+      grpc::Slice(
+          const_cast<char*>((*owner)->data()), (*owner)->size(),
+          [](void* owned) {
+            delete static_cast<std::shared_ptr<const std::string>*>(owned);
+          },
+          owner),
+      grpc::Slice(kCacheField[status], 2, grpc::Slice::STATIC_SLICE)};
+  return grpc::ByteBuffer(slices, 2);
+}
+
+// Returns whether strategy `name` searches for better plans until its time
+// budget (PlanContext::search_deadline): "optimal", and "auto" (its search
+// phase). The others ignore the budget.
+bool SearchesUntilItsBudget(absl::string_view name) {
+  return name == "optimal" || name == "auto";
+}
+
+bool IsDeadlineOrCancelled(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kDeadlineExceeded ||
+         status.code() == absl::StatusCode::kCancelled;
+}
+
 }  // namespace
 
-grpc::Status MemoryPlannerService::PlanMemory(
-    grpc::ServerContext* context, const v1::PlanMemoryRequest* request,
-    v1::PlanMemoryResponse* response) {
-  calls_in_flight_.fetch_add(1, std::memory_order_relaxed);
-  PlanContext plan_context;
-  plan_context.deadline = DeadlineOf(*context);
-  absl::StatusOr<v1::PlanMemoryResponse> result =
-      PlanRequest(*request, plan_context);
-  calls_in_flight_.fetch_sub(1, std::memory_order_relaxed);
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  *response = *std::move(result);
-  return grpc::Status::OK;
+// One PlanMemory or GetPlan call: its reactor, deadline and cancellation.
+class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
+ public:
+  // `counted`: a PlanMemory call, counted in calls_in_flight until done.
+  Call(MemoryPlannerService& service, grpc::CallbackServerContext& context,
+       grpc::ByteBuffer& response, bool counted)
+      : service_(service), response_(response), counted_(counted) {
+    if (counted_) service_.calls_in_flight_.fetch_add(1, std::memory_order_relaxed);
+    plan_context_.deadline = DeadlineOf(context);
+    plan_context_.cancelled = &cancelled_;
+  }
+
+  // What bounds planning for this call: its deadline and cancellation.
+  const PlanContext& plan_context() const { return plan_context_; }
+
+  // Ends the call with `response` (`cache` unset) and status `cache`.
+  void Reply(std::shared_ptr<const std::string> response,
+             v1::CacheStatus cache) {
+    response_ = ResponseBytes(std::move(response), cache);
+    End(grpc::Status::OK);
+  }
+
+  // Ends the call with `status` (not OK).
+  void Fail(const absl::Status& status) { End(ToGrpcStatus(status)); }
+
+  void OnCancel() override { cancelled_.store(true); }
+  void OnDone() override { delete this; }
+
+ private:
+  void End(const grpc::Status& status) {
+    if (counted_) service_.calls_in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    Finish(status);
+  }
+
+  MemoryPlannerService& service_;
+  grpc::ByteBuffer& response_;
+  const bool counted_;
+  std::atomic<bool> cancelled_{false};
+  PlanContext plan_context_;
+};
+
+MemoryPlannerService::MemoryPlannerService(Options options)
+    : cache_(options.cache_bytes), workers_(options.worker_threads) {
+  if (options.redis.has_value()) {
+    redis_ = std::make_unique<RedisCache>(*std::move(options.redis));
+  }
+}
+
+MemoryPlannerService::~MemoryPlannerService() = default;
+
+grpc::ServerUnaryReactor* MemoryPlannerService::PlanMemory(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  auto* call = new Call(*this, *context, *response, /*counted=*/true);
+  const Digest digest = BytesDigest(*request);
+  if (const std::optional<Digest> graph_hash = cache_.FindAlias(digest)) {
+    if (std::shared_ptr<const std::string> stored =
+            cache_.FindPlan(*graph_hash)) {
+      Count(v1::CACHE_STATUS_LOCAL);
+      call->Reply(std::move(stored), v1::CACHE_STATUS_LOCAL);
+      return call;
+    }
+  }
+  workers_.Schedule(
+      [this, call, request, digest] { Answer(*call, *request, digest); });
+  return call;
+}
+
+void MemoryPlannerService::Answer(Call& call, const grpc::ByteBuffer& bytes,
+                                  Digest digest) {
+  const PlanContext& context = call.plan_context();
+  if (absl::Status status = context.Check(); !status.ok()) {
+    call.Fail(status);
+    return;
+  }
+  v1::PlanMemoryRequest request;
+  if (!ParseBytes(bytes, request)) {
+    call.Fail(absl::InvalidArgumentError(
+        "the request does not parse as a memplan.v1.PlanMemoryRequest"));
+    return;
+  }
+  absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+  if (!resolved.ok()) {
+    call.Fail(resolved.status());
+    return;
+  }
+  std::string graph_hash = GraphHash(*resolved);
+  const Digest key = ParseGraphHash(graph_hash).value();  // GraphHash's hex
+  cache_.InsertAlias(digest, key);
+  absl::StatusOr<Found> found = Resolve(*resolved, graph_hash, key, context);
+  if (!found.ok()) {
+    call.Fail(found.status());
+    return;
+  }
+  Count(found->cache);
+  call.Reply(std::move(found->response), found->cache);
+}
+
+absl::StatusOr<MemoryPlannerService::Found> MemoryPlannerService::Resolve(
+    const ResolvedRequest& resolved, const std::string& graph_hash, Digest key,
+    const PlanContext& call) {
+  while (true) {
+    if (std::shared_ptr<const std::string> stored = cache_.FindPlan(key)) {
+      return Found{std::move(stored), v1::CACHE_STATUS_LOCAL};
+    }
+    const SingleFlight::Ticket ticket = flights_.Join(key);
+    if (ticket.leader) {
+      FlightOutcome outcome = Lead(resolved, graph_hash, key, call);
+      flights_.Land(key, ticket, outcome);
+      if (!outcome.status.ok()) return outcome.status;
+      return Found{std::move(outcome.response), outcome.source};
+    }
+    flight_followers_.fetch_add(1, std::memory_order_relaxed);
+    const FlightOutcome* outcome = ticket.flight->Wait(call.deadline);
+    if (outcome == nullptr) {
+      return absl::DeadlineExceededError(
+          "deadline passed while an identical request was being planned");
+    }
+    if (outcome->retry) {
+      if (absl::Status status = call.Check(); !status.ok()) return status;
+      continue;  // the leader's own deadline ended its run: try again
+    }
+    if (!outcome->status.ok()) return outcome->status;
+    // Planned for another call: from this server's memory.
+    return Found{outcome->response, outcome->source == v1::CACHE_STATUS_MISS
+                                        ? v1::CACHE_STATUS_LOCAL
+                                        : outcome->source};
+  }
+}
+
+FlightOutcome MemoryPlannerService::Lead(const ResolvedRequest& resolved,
+                                         const std::string& graph_hash,
+                                         Digest key, const PlanContext& call) {
+  FlightOutcome outcome;
+  if (redis_ != nullptr) {
+    absl::StatusOr<std::string> shared = redis_->Get(graph_hash, call.deadline);
+    if (shared.ok()) {
+      outcome.response =
+          std::make_shared<const std::string>(*std::move(shared));
+      outcome.source = v1::CACHE_STATUS_REDIS;
+      cache_.InsertPlan(key, outcome.response);
+      return outcome;
+    }
+  }
+  absl::StatusOr<Planned> planned = PlanNow(resolved, graph_hash, call);
+  if (!planned.ok()) {
+    outcome.status = planned.status();
+    outcome.retry = IsDeadlineOrCancelled(planned.status());
+    return outcome;
+  }
+  outcome.response = std::make_shared<const std::string>(
+      planned->response.SerializeAsString());
+  outcome.source = v1::CACHE_STATUS_MISS;
+  outcome.retry = !planned->storable;
+  if (planned->storable) {
+    cache_.InsertPlan(key, outcome.response);
+    if (redis_ != nullptr) redis_->Put(graph_hash, outcome.response);
+  }
+  return outcome;
+}
+
+grpc::ServerUnaryReactor* MemoryPlannerService::GetPlan(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  auto* call = new Call(*this, *context, *response, /*counted=*/false);
+  v1::GetPlanRequest get;
+  if (!ParseBytes(*request, get)) {
+    call->Fail(absl::InvalidArgumentError(
+        "the request does not parse as a memplan.v1.GetPlanRequest"));
+    return call;
+  }
+  std::string graph_hash = get.graph_hash();
+  const absl::StatusOr<Digest> key = ParseGraphHash(graph_hash);
+  if (!key.ok()) {
+    call->Fail(key.status());
+    return call;
+  }
+  if (std::shared_ptr<const std::string> stored = cache_.FindPlan(*key)) {
+    call->Reply(std::move(stored), v1::CACHE_STATUS_LOCAL);
+    return call;
+  }
+  if (redis_ == nullptr) {
+    call->Fail(absl::NotFoundError(
+        absl::StrCat("no plan for graph_hash ", graph_hash, " in the cache")));
+    return call;
+  }
+  workers_.Schedule([this, call, graph_hash, key = *key] {
+    absl::StatusOr<std::string> shared =
+        redis_->Get(graph_hash, call->plan_context().deadline);
+    if (!shared.ok()) {
+      call->Fail(absl::NotFoundError(
+          absl::StrCat("no plan for graph_hash ", graph_hash,
+                       " in the cache or in Redis (", shared.status().message(),
+                       ")")));
+      return;
+    }
+    auto stored = std::make_shared<const std::string>(*std::move(shared));
+    cache_.InsertPlan(key, stored);
+    call->Reply(std::move(stored), v1::CACHE_STATUS_REDIS);
+  });
+  return call;
 }
 
 absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
     const v1::PlanMemoryRequest& request, const PlanContext& call) const {
-  PoolLines lines;
-  absl::StatusOr<Problem> problem = RequestToProblem(request, &lines);
-  if (!problem.ok()) return problem.status();
-  absl::StatusOr<std::string> strategy =
-      StrategyName(request.options().strategy());
-  if (!strategy.ok()) return strategy.status();
-  absl::StatusOr<absl::Duration> budget = TimeBudget(request.options());
-  if (!budget.ok()) return budget.status();
-  const Planner* planner = FindPlanner(*strategy);
+  absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+  if (!resolved.ok()) return resolved.status();
+  absl::StatusOr<Planned> planned =
+      PlanNow(*resolved,
+           GraphHash(*resolved),
+           call);
+  if (!planned.ok()) return planned.status();
+  planned->response.set_cache(v1::CACHE_STATUS_MISS);
+  return std::move(planned->response);
+}
+
+absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
+    const ResolvedRequest& resolved, const std::string& graph_hash,
+    const PlanContext& call) const {
+  const Planner* planner = FindPlanner(resolved.strategy);
   if (planner == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "options.strategy: strategy ", *strategy,
+        "options.strategy: strategy ", resolved.strategy,
         " is not available on this server"));
   }
   if (absl::Status status = call.Check(); !status.ok()) return status;
@@ -63,26 +338,66 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
   const absl::Time start = absl::Now();
   PlanContext context = call;
   // The budget counts from now; a caller's earlier search deadline stands.
-  context.search_deadline = std::min(call.search_deadline, start + *budget);
-  absl::StatusOr<Plan> plan = planner->PlanProblem(*problem, context);
+  context.search_deadline =
+      std::min(call.search_deadline, start + resolved.time_budget);
+  planner_runs_.fetch_add(1, std::memory_order_relaxed);
+  absl::StatusOr<Plan> plan = planner->PlanProblem(resolved.problem, context);
   const absl::Duration planning_time = absl::Now() - start;
   if (!plan.ok()) return plan.status();
 
-  if (absl::Status status = ValidatePlan(*problem, *plan); !status.ok()) {
+  if (absl::Status status = ValidatePlan(resolved.problem, *plan);
+      !status.ok()) {
     return absl::InternalError(
-        absl::StrCat("planner \"", *strategy,
+        absl::StrCat("planner \"", resolved.strategy,
                      "\" made a plan that fails validation: ",
                      status.message()));
   }
   ResponseInfo info;
-  const PoolLines* event_lines =
-      request.events_size() > 0 ? &lines : nullptr;
-  info.graph_hash = GraphHash(*problem, *strategy, *budget, event_lines);
-  info.lines = event_lines;
-  info.planner = *strategy;
+  info.graph_hash = graph_hash;
+  info.planner = resolved.strategy;
+  info.lines = resolved.events ? &resolved.lines : nullptr;
   info.planning_time = planning_time;
-  info.cache = v1::CACHE_STATUS_MISS;
-  return PlanToResponse(*problem, *plan, info);
+  info.cache = v1::CACHE_STATUS_UNSPECIFIED;  // set per response
+  absl::StatusOr<v1::PlanMemoryResponse> response =
+      PlanToResponse(resolved.problem, *plan, info);
+  if (!response.ok()) return response.status();
+  Planned planned;
+  planned.response = *std::move(response);
+  // A search bounded by the caller's deadline rather than by its time
+  // budget may have been cut short by it.
+  planned.storable = call.deadline >= context.search_deadline ||
+                     plan->proven_optimal ||
+                     !SearchesUntilItsBudget(resolved.strategy);
+  return planned;
+}
+
+void MemoryPlannerService::Count(v1::CacheStatus cache) {
+  switch (cache) {
+    case v1::CACHE_STATUS_MISS:
+      cache_miss_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case v1::CACHE_STATUS_LOCAL:
+      cache_local_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case v1::CACHE_STATUS_REDIS:
+      cache_redis_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    default:
+      break;
+  }
+}
+
+ServiceCounters MemoryPlannerService::counters() const {
+  ServiceCounters counters;
+  counters.planner_runs = planner_runs_.load(std::memory_order_relaxed);
+  counters.cache_miss = cache_miss_.load(std::memory_order_relaxed);
+  counters.cache_local = cache_local_.load(std::memory_order_relaxed);
+  counters.cache_redis = cache_redis_.load(std::memory_order_relaxed);
+  counters.flight_followers =
+      flight_followers_.load(std::memory_order_relaxed);
+  counters.cache = cache_.counters();
+  if (redis_ != nullptr) counters.redis = redis_->counters();
+  return counters;
 }
 
 }  // namespace memplan

@@ -1,4 +1,28 @@
-// The MemoryPlanner gRPC service: a thin handler from wire to core and back.
+// The MemoryPlanner gRPC service: a thin handler from wire to core and back,
+// behind a plan cache keyed by the graph hash (proto/graph_hash.h).
+//
+// A PlanMemory call goes, shortest path first:
+//   1. on gRPC's thread: the XXH3-128 digest of the request's bytes, looked
+//      up as an alias (server/plan_cache.h) and then the plan it names: a
+//      byte-identical request seen before is answered without parsing
+//      (cache LOCAL);
+//   2. otherwise on a worker thread (server/worker_pool.h): parse and
+//      validate (ResolveRequest), compute the graph hash, record the alias,
+//      look the plan up (LOCAL); join the single flight of the hash
+//      (server/single_flight.h) and, if another call is planning it, wait
+//      for its plan (LOCAL, or REDIS if it came from there); else lead:
+//      ask Redis (REDIS), else plan (MISS), store the plan locally and
+//      queue it for Redis.
+// Every response carries the stored bytes of the plan's response, `cache`
+// unset, followed by the `cache` field (field 5, the last on the wire): a
+// hit is byte for byte the miss that planned it except for `cache`;
+// stats.planning_micros is the time the plan took when it was made.
+//
+// A plan of a strategy that searches until its time budget ("optimal",
+// "auto") is stored only if the caller's deadline was not earlier than the
+// end of the budget, or the plan is proven optimal: otherwise the caller's
+// deadline may have cut the search short, and the graph hash names the plan
+// of the full budget. Identical calls waiting for such a plan plan again.
 #ifndef MEMPLAN_SERVER_SERVICE_H_
 #define MEMPLAN_SERVER_SERVICE_H_
 
@@ -6,29 +30,81 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/planner.h"
 #include "memplan/v1/memory_planner.grpc.pb.h"
+#include "proto/convert.h"
+#include "server/plan_cache.h"
+#include "server/redis_cache.h"
+#include "server/single_flight.h"
+#include "server/worker_pool.h"
 
 namespace memplan {
 
-class MemoryPlannerService final : public v1::MemoryPlanner::Service {
- public:
-  // Answers one PlanMemory call: PlanRequest under the call's deadline, its
-  // status converted by ToGrpcStatus (proto/grpc_status.h).
-  grpc::Status PlanMemory(grpc::ServerContext* context,
-                          const v1::PlanMemoryRequest* request,
-                          v1::PlanMemoryResponse* response) override;
+// What the service did since it started; a snapshot. The cache statuses
+// count PlanMemory responses.
+struct ServiceCounters {
+  int64_t planner_runs = 0;      // planners run (PlanMemory and PlanRequest)
+  int64_t cache_miss = 0;        // PlanMemory responses with cache MISS
+  int64_t cache_local = 0;       // ... LOCAL
+  int64_t cache_redis = 0;       // ... REDIS
+  int64_t flight_followers = 0;  // calls that waited for an identical one
+  PlanCacheCounters cache;       // the in-process cache
+  std::optional<RedisCounters> redis;  // the Redis cache, when configured
+};
 
-  // Returns the response to `request`: RequestToProblem (proto/convert.h),
-  // the strategy's planner (core/planners.h) under `call` with its
-  // search_deadline moved up to now + TimeBudget(request.options())
-  // (default 100 ms), ValidatePlan (core/validator.h), PlanToResponse with
-  // stats, the graph hash (proto/graph_hash.h) and cache status MISS.
-  // planning_micros is the wall time of the planner alone, in microseconds.
+class MemoryPlannerService final
+    : public v1::MemoryPlanner::WithRawCallbackMethod_PlanMemory<
+          v1::MemoryPlanner::WithRawCallbackMethod_GetPlan<
+              v1::MemoryPlanner::Service>> {
+ public:
+  struct Options {
+    // Bytes the in-process cache may hold (server/plan_cache.h); 0: none
+    // (single flight still merges identical calls in flight).
+    int64_t cache_bytes = int64_t{256} << 20;
+    // Threads that parse, plan and wait for Redis (cache misses); calls
+    // beyond them wait in order. At least 1.
+    int worker_threads = 64;
+    // The shared Redis cache; unset: none.
+    std::optional<RedisOptions> redis;
+  };
+
+  MemoryPlannerService() : MemoryPlannerService(Options()) {}
+  explicit MemoryPlannerService(Options options);
+  // Requires that no call is in progress (the server has shut down).
+  ~MemoryPlannerService() override;
+
+  // Answers one PlanMemory call as the file comment says. Errors, converted
+  // by ToGrpcStatus (proto/grpc_status.h): PlanRequest's, INVALID_ARGUMENT
+  // for bytes that do not parse as a PlanMemoryRequest, and
+  // DEADLINE_EXCEEDED when the call's deadline passes while it waits for an
+  // identical call's plan.
+  grpc::ServerUnaryReactor* PlanMemory(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
+
+  // Answers one GetPlan call: the stored response of the graph hash with
+  // cache LOCAL, else (with Redis, on a worker thread, bounded by the call's
+  // deadline) Redis's with cache REDIS (then also stored locally). Returns
+  // INVALID_ARGUMENT naming graph_hash when it is not 32 hex characters,
+  // NOT_FOUND when neither holds the plan (or Redis cannot answer in time).
+  grpc::ServerUnaryReactor* GetPlan(grpc::CallbackServerContext* context,
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
+
+  // Returns the response to `request`, planned now (no cache):
+  // ResolveRequest (proto/convert.h), the strategy's planner
+  // (core/planners.h) under `call` with its search_deadline moved up to
+  // now + the time budget (default 100 ms), ValidatePlan
+  // (core/validator.h), PlanToResponse with stats, the graph hash
+  // (proto/graph_hash.h) and cache status MISS. planning_micros is the
+  // wall time of the planner alone, in microseconds.
   // Returns
-  //   INVALID_ARGUMENT    a malformed request (RequestToProblem's errors),
+  //   INVALID_ARGUMENT    a malformed request (ResolveRequest's errors),
   //                       a strategy this server has no planner for ("strategy
   //                       X is not available"), or a request the strategy
   //                       cannot honour (e.g. inductor with a fixed_offset);
@@ -45,8 +121,57 @@ class MemoryPlannerService final : public v1::MemoryPlanner::Service {
     return calls_in_flight_.load(std::memory_order_relaxed);
   }
 
+  ServiceCounters counters() const;
+
  private:
+  class Call;
+
+  // A plan made now: the response (cache unset) and whether it may be
+  // stored (see the file comment).
+  struct Planned {
+    v1::PlanMemoryResponse response;
+    bool storable = true;
+  };
+  // Where a call's plan came from: the stored response and its status.
+  struct Found {
+    std::shared_ptr<const std::string> response;  // `cache` unset
+    v1::CacheStatus cache = v1::CACHE_STATUS_MISS;
+  };
+
+  // Plans `resolved` (graph hash `graph_hash`) under `call`; PlanRequest's
+  // errors but INVALID_ARGUMENT for the request itself.
+  absl::StatusOr<Planned> PlanNow(const ResolvedRequest& resolved,
+                               const std::string& graph_hash,
+                               const PlanContext& call) const;
+  // PlanMemory's slow path, on a worker thread.
+  void Answer(Call& call, const grpc::ByteBuffer& request, Digest digest);
+  // Returns the plan of `resolved` from the cache, an identical call in
+  // flight, Redis or the planner, in that order (steps 2 of the file
+  // comment).
+  absl::StatusOr<Found> Resolve(const ResolvedRequest& resolved,
+                                const std::string& graph_hash, Digest key,
+                                const PlanContext& call);
+  // Leads the flight of `key`: Redis, else the planner.
+  FlightOutcome Lead(const ResolvedRequest& resolved,
+                     const std::string& graph_hash, Digest key,
+                     const PlanContext& call);
+  // Counts a PlanMemory response of `cache` status.
+  void Count(v1::CacheStatus cache);
+
+  PlanCache cache_;
+  SingleFlight flights_;
+  std::unique_ptr<RedisCache> redis_;  // null: no Redis
+
   std::atomic<int64_t> calls_in_flight_{0};
+  mutable std::atomic<int64_t> planner_runs_{0};
+  std::atomic<int64_t> cache_miss_{0};
+  std::atomic<int64_t> cache_local_{0};
+  std::atomic<int64_t> cache_redis_{0};
+  std::atomic<int64_t> flight_followers_{0};
+
+  // Declared last, so destroyed first: its threads finish the queued work
+  // and stop before the caches they use go.
+  WorkerPool workers_;
 };
 
 }  // namespace memplan

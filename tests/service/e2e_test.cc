@@ -1,15 +1,8 @@
 // End-to-end tests of the two binaries: a real memplan-server on a free
 // port, driven by the memplan tool, a health client and a reflection client
 // (grpc.reflection.v1alpha, generated here from grpc-proto's .proto).
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,8 +22,8 @@
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "proto/convert.h"
 #include "proto/graph_files.h"
-
-extern char** environ;
+#include "proto/graph_hash.h"
+#include "tests/service/processes.h"
 
 namespace memplan {
 namespace {
@@ -43,125 +36,6 @@ constexpr char kCliBinary[] = MEMPLAN_CLI_BINARY;
 constexpr char kCorpusDir[] = MEMPLAN_CORPUS_DIR;
 constexpr char kMiniMallocExamplesDir[] = MEMPLAN_MINIMALLOC_EXAMPLES_DIR;
 
-// Returns a path in the test's temporary directory unique to this process.
-std::string TempPath(const std::string& name) {
-  static std::atomic<int> counter{0};
-  return absl::StrCat(::testing::TempDir(), "/e2e_", getpid(), "_", counter++,
-                      "_", name);
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-// Starts `argv` with stdout and stderr written to the files `out` and `err`.
-// Returns its pid, or -1.
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
-            const std::string& err) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null",
-                                   O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr,
-                                args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return error == 0 ? pid : -1;
-}
-
-// Returns the exit code of `pid` (128 + signal when killed by one), or -1.
-int WaitForExit(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs `argv` to completion and returns its exit code and output.
-RunResult RunToExit(const std::vector<std::string>& argv) {
-  const std::string out = TempPath("out"), err = TempPath("err");
-  RunResult result;
-  const pid_t pid = Spawn(argv, out, err);
-  if (pid < 0) return result;
-  result.exit_code = WaitForExit(pid);
-  result.out = ReadAll(out);
-  result.err = ReadAll(err);
-  return result;
-}
-
-// A memplan-server process on a free port of 127.0.0.1.
-class ServerProcess {
- public:
-  // Starts the server and waits (up to 30 s) for its "listening on" line.
-  absl::Status Start() {
-    stderr_path_ = TempPath("server_err");
-    pid_ = Spawn({kServerBinary, "--listen=127.0.0.1:0"}, "/dev/null",
-                 stderr_path_);
-    if (pid_ < 0) return absl::InternalError("cannot start memplan-server");
-    const absl::Time give_up = absl::Now() + absl::Seconds(30);
-    constexpr absl::string_view kListening = "memplan-server listening on ";
-    while (absl::Now() < give_up) {
-      for (absl::string_view line : absl::StrSplit(ReadAll(stderr_path_), '\n')) {
-        if (absl::ConsumePrefix(&line, kListening)) {
-          address_ = std::string(line);
-          return absl::OkStatus();
-        }
-      }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return absl::InternalError("memplan-server exited: " +
-                                   ReadAll(stderr_path_));
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return absl::DeadlineExceededError("memplan-server did not start: " +
-                                       ReadAll(stderr_path_));
-  }
-
-  // Sends SIGTERM and returns the exit code.
-  int Stop() {
-    if (pid_ < 0) return -1;
-    kill(pid_, SIGTERM);
-    const int code = WaitForExit(pid_);
-    pid_ = -1;
-    return code;
-  }
-
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      WaitForExit(pid_);
-    }
-  }
-
-  bool running() const { return pid_ > 0; }
-  const std::string& address() const { return address_; }
-  std::string stderr_text() const { return ReadAll(stderr_path_); }
-
- private:
-  pid_t pid_ = -1;
-  std::string stderr_path_;
-  std::string address_;  // HOST:PORT
-};
-
 class EndToEndTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -169,7 +43,7 @@ class EndToEndTest : public ::testing::Test {
                               "/resnet18_infer.inference.intermediates.json")
                     .good())
         << "corpus directory " << kCorpusDir << " is missing";
-    ASSERT_EQ(server_.Start(), absl::OkStatus());
+    ASSERT_EQ(server_.Start(kServerBinary), absl::OkStatus());
   }
 
   void TearDown() override {
@@ -389,6 +263,47 @@ TEST_F(EndToEndTest, UsageErrorsExitNonZero) {
   EXPECT_THAT(help.out + help.err, HasSubstr("memplan plan"));
   EXPECT_THAT(help.out + help.err, HasSubstr("--capacity"));
   EXPECT_THAT(help.out + help.err, HasSubstr("--time_budget"));
+}
+
+// The server process computes the graph hash this process does, and the
+// golden value: the hash is stable across processes and runs. A second
+// call of the same file comes from the server's cache.
+TEST_F(EndToEndTest, GraphHashIsTheSameInEveryProcessAndCached) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
+  absl::StatusOr<v1::PlanMemoryRequest> request = RequestFromFile(file);
+  ASSERT_TRUE(request.ok()) << request.status();
+  request->mutable_options()->set_strategy(v1::STRATEGY_INDUCTOR);
+  const std::string hash = RequestGraphHash(*request).value();
+  // Changes only with kGraphHashFormatVersion or kPlannerVersion (or the
+  // corpus file).
+  EXPECT_EQ(hash, "471f439e6c1d13622a212a118a7eb431");
+  for (const v1::CacheStatus cache :
+       {v1::CACHE_STATUS_MISS, v1::CACHE_STATUS_LOCAL}) {
+    const RunResult run = Memplan({"plan", "--strategy=inductor", file});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const v1::PlanMemoryResponse response = ParseResponse(run.out);
+    EXPECT_EQ(response.graph_hash(), hash);
+    EXPECT_EQ(response.cache(), cache);
+  }
+}
+
+TEST_F(EndToEndTest, LoadTestChecksEveryCall) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
+  const RunResult run = Memplan({"loadtest", "--calls=200", "--in_flight=8",
+                                 "--strategy=inductor", file});
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  EXPECT_THAT(run.out, HasSubstr("200 (0 failed)"));
+  EXPECT_THAT(run.out, HasSubstr("miss 1  local 199  redis 0"));
+  EXPECT_THAT(run.out, HasSubstr("p99"));
+  // A request the server refuses: every call fails, exit 1.
+  const RunResult refused = Memplan({"loadtest", "--calls=10",
+                                     "--strategy=inductor", "--capacity=64",
+                                     file});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.out, HasSubstr("10 (10 failed)"));
+  EXPECT_THAT(refused.out, HasSubstr("RESOURCE_EXHAUSTED"));
 }
 
 TEST_F(EndToEndTest, HealthIsServing) {

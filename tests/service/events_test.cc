@@ -201,9 +201,14 @@ TEST(NodesServiceTest, PlansTheBuffersOfTheSchedule) {
       client.PlanMemory(buffers);
   ASSERT_TRUE(by_nodes.ok()) << by_nodes.status();
   ASSERT_TRUE(by_buffers.ok()) << by_buffers.status();
-  // The same response but for the planner's wall time.
+  // The same graph hash, so the second call is served from the cache; the
+  // same response but for the planner's wall time and the cache status.
+  EXPECT_EQ(by_nodes->cache(), v1::CACHE_STATUS_MISS);
+  EXPECT_EQ(by_buffers->cache(), v1::CACHE_STATUS_LOCAL);
   by_nodes->mutable_stats()->clear_planning_micros();
   by_buffers->mutable_stats()->clear_planning_micros();
+  by_nodes->clear_cache();
+  by_buffers->clear_cache();
   EXPECT_EQ(by_nodes->SerializeAsString(), by_buffers->SerializeAsString());
 
   v1::PlanMemoryRequest no_size = nodes;

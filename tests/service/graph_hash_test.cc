@@ -10,6 +10,8 @@
 #include "gtest/gtest.h"
 #include "absl/time/time.h"
 #include "core/types.h"
+#include "proto/convert.h"
+#include "tests/service/test_requests.h"
 
 namespace memplan {
 namespace {
@@ -75,13 +77,15 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.alignment = 64;
   problem.capacity = 4096;
   const std::string expected =
-      Le(3, 4) /* format version */ + Le(7, 8) + "optimal" +
+      Le(4, 4) /* format version */ + Le(1, 4) /* planner version */ +
+      Le(7, 8) + "optimal" +
       Le(3, 1) /* outputs */ + Le(64, 8) + Le(4096, 8) /* capacity */ +
       Le(2500000000, 8) /* 2.5 s in ns */ + Le(1, 8) /* one buffer */ +
       Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(1, 1) + Le(3, 8) +
       "cpu" + Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */ +
       Le(0, 8) /* no events */;
-  EXPECT_EQ(kGraphHashFormatVersion, 3u);
+  EXPECT_EQ(kGraphHashFormatVersion, 4u);
+  EXPECT_EQ(kPlannerVersion, 1u);
   EXPECT_EQ(GraphHashInput(problem, "optimal", absl::Milliseconds(2500)),
             expected);
   // A free buffer encodes fixed_offset -1; its own alignment, when larger,
@@ -115,11 +119,11 @@ TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
 // with libxxhash's XXH3_128bits and printing high64 then low64.
 TEST(GraphHashTest, GoldenValues) {
   EXPECT_EQ(GraphHash(SmallProblem(), "inductor", kBudget),
-            "d11399e821681650b55c1aeff3e1d78c");
+            "f98304860e83845e2b53fcb7af028ac1");
   EXPECT_EQ(GraphHash(TwoDeviceProblem(), "auto", kBudget),
-            "17f663f966f9b39b9eeadf9e308ed16e");
+            "8a4b37723c993a558457d00f5b6e1972");
   EXPECT_EQ(GraphHash(PinnedProblem(), "optimal", absl::Seconds(2)),
-            "5422d52dde60686e4a7b42df8e1cb758");
+            "b4b1d84d22011b8df0836e28d7c5487f");
 }
 
 TEST(GraphHashTest, LabelsDoNotChangeTheHash) {
@@ -177,6 +181,47 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
       << "time budget";
   EXPECT_NE(GraphHash(SmallProblem(), "inductor", absl::ZeroDuration()), hash)
       << "time budget 0";
+}
+
+// The request-level hash is the problem-level one of the resolved request:
+// defaults resolved (strategy auto, alignment 64, budget 100 ms) hash as
+// the explicit values do.
+TEST(GraphHashTest, RequestGraphHashResolvesDefaults) {
+  const v1::PlanMemoryRequest request = SmallRequest();
+  const absl::StatusOr<std::string> hash = RequestGraphHash(request);
+  ASSERT_TRUE(hash.ok()) << hash.status();
+  EXPECT_EQ(*hash, GraphHash(RequestToProblem(request).value(), "auto",
+                             kDefaultTimeBudget));
+
+  v1::PlanMemoryRequest explicit_defaults = request;
+  explicit_defaults.mutable_options()->set_strategy(v1::STRATEGY_AUTO);
+  explicit_defaults.mutable_options()->set_alignment(64);
+  explicit_defaults.mutable_options()->set_pool_mode(
+      v1::POOL_MODE_INTERMEDIATES);
+  explicit_defaults.mutable_options()->mutable_time_budget()->set_nanos(
+      100000000);
+  EXPECT_EQ(RequestGraphHash(explicit_defaults).value(), *hash);
+
+  v1::PlanMemoryRequest relabelled = request;
+  relabelled.mutable_buffers(0)->set_names(0, "renamed");
+  relabelled.mutable_buffers(1)->set_dtype("torch.int8");
+  relabelled.mutable_buffers(2)->set_symbolic_size("s0*4");
+  EXPECT_EQ(RequestGraphHash(relabelled).value(), *hash);
+
+  v1::PlanMemoryRequest budget = request;
+  budget.mutable_options()->mutable_time_budget()->set_seconds(1);
+  EXPECT_NE(RequestGraphHash(budget).value(), *hash);
+}
+
+TEST(GraphHashTest, RequestGraphHashRejectsWhatTheServerRejects) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->clear_size_bytes();
+  EXPECT_EQ(RequestGraphHash(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  request = SmallRequest();
+  request.mutable_buffers(2)->add_names("a");  // a name of buffers[0]
+  EXPECT_EQ(RequestGraphHash(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

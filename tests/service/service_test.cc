@@ -1,7 +1,8 @@
 // Tests of the MemoryPlanner service (server/) through the client library
 // (client/), on an in-process channel: plans of every strategy, capacity,
 // pinned offsets and per-buffer alignments, every malformed-request case,
-// health, deadlines, time budgets and message size limits.
+// health, deadlines, time budgets and message size limits; the plan cache:
+// hits byte-identical to misses, the byte bound, single flight, GetPlan.
 #include <cstdint>
 #include <functional>
 #include <regex>
@@ -10,15 +11,20 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "core/planners.h"
 #include "core/validator.h"
 #include "proto/convert.h"
+#include "proto/graph_hash.h"
 #include "server/server.h"
 #include "server/service.h"
 #include "tests/service/test_requests.h"
@@ -151,12 +157,15 @@ int64_t BytesOverCapacity(const std::string& message, int64_t capacity) {
   return bytes;
 }
 
-// One in-process server per test suite, and a client of it.
+// One in-process server per test suite, and a client of it. The server has
+// no plan cache, so that every call plans (the cache's own tests are
+// CacheTest's).
 class ServerFixture : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     Server::Options options;
     options.listen = "";  // in-process only
+    options.cache_bytes = 0;
     server_ = new Server(options);
     ASSERT_EQ(server_->Start(), absl::OkStatus());
   }
@@ -579,6 +588,279 @@ TEST_F(StrategyTest, TimeBudgetEndsTheSearch) {
       client_->PlanMemory(request, absl::Seconds(120));
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_NE(other->graph_hash(), response->graph_hash());
+}
+
+// The plan cache, on in-process servers of their own.
+class CacheTest : public ::testing::Test {
+ protected:
+  // Starts a server with `cache_bytes` of plan cache.
+  void StartServer(int64_t cache_bytes = int64_t{256} << 20) {
+    Server::Options options;
+    options.listen = "";
+    options.cache_bytes = cache_bytes;
+    server_ = std::make_unique<Server>(options);
+    ASSERT_EQ(server_->Start(), absl::OkStatus());
+    channel_ = server_->InProcessChannel();
+    client_ = std::make_unique<MemplanClient>(channel_);
+  }
+
+  // Calls `method` with `request` as raw bytes; returns the status and the
+  // response's bytes as they came over the wire.
+  std::pair<grpc::Status, std::string> RawCall(const std::string& method,
+                                               const std::string& request) {
+    grpc::GenericStub stub(channel_);
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    grpc::Slice slice(request);
+    const grpc::ByteBuffer request_bytes(&slice, 1);
+    grpc::ByteBuffer response_bytes;
+    grpc::Status status;
+    absl::Notification done;
+    stub.UnaryCall(&context, method, grpc::StubOptions(), &request_bytes,
+                   &response_bytes, [&](grpc::Status result) {
+                     status = std::move(result);
+                     done.Notify();
+                   });
+    done.WaitForNotification();
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (status.ok() && response_bytes.Dump(&slices).ok()) {
+      for (const grpc::Slice& piece : slices) {
+        bytes.append(reinterpret_cast<const char*>(piece.begin()), piece.size());
+      }
+    }
+    return {status, bytes};
+  }
+
+  std::pair<grpc::Status, std::string> RawPlanMemory(
+      const v1::PlanMemoryRequest& request) {
+    return RawCall("/memplan.v1.MemoryPlanner/PlanMemory",
+                   request.SerializeAsString());
+  }
+
+  ServiceCounters counters() const { return server_->service().counters(); }
+
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<MemplanClient> client_;
+};
+
+// The bytes that end a response with `cache` = status (field 5, a varint).
+std::string CacheField(v1::CacheStatus status) {
+  return std::string{0x28, static_cast<char>(status)};
+}
+
+// The second call of a request comes from the cache: the same bytes as the
+// first, planning_micros included, but for the cache field; a request that
+// differs only in labels (not byte-identical) hits the same plan.
+TEST_F(CacheTest, HitReturnsIdenticalBytesToTheMiss) {
+  StartServer();
+  const v1::PlanMemoryRequest request = LargeRequest(300);
+  const auto [miss_status, miss] = RawPlanMemory(request);
+  ASSERT_TRUE(miss_status.ok()) << miss_status.error_message();
+  const auto [hit_status, hit] = RawPlanMemory(request);
+  ASSERT_TRUE(hit_status.ok()) << hit_status.error_message();
+  v1::PlanMemoryRequest relabelled = request;
+  relabelled.mutable_buffers(7)->set_names(0, "renamed");
+  relabelled.mutable_buffers(9)->set_dtype("torch.float16");
+  const auto [relabelled_status, relabelled_hit] = RawPlanMemory(relabelled);
+  ASSERT_TRUE(relabelled_status.ok()) << relabelled_status.error_message();
+
+  ASSERT_GT(miss.size(), 2u);
+  const std::string plan_bytes = miss.substr(0, miss.size() - 2);
+  EXPECT_EQ(miss, plan_bytes + CacheField(v1::CACHE_STATUS_MISS));
+  EXPECT_EQ(hit, plan_bytes + CacheField(v1::CACHE_STATUS_LOCAL));
+  EXPECT_EQ(relabelled_hit, plan_bytes + CacheField(v1::CACHE_STATUS_LOCAL));
+
+  v1::PlanMemoryResponse parsed;
+  ASSERT_TRUE(parsed.ParseFromString(hit));
+  EXPECT_EQ(parsed.cache(), v1::CACHE_STATUS_LOCAL);
+  EXPECT_EQ(parsed.assignments_size(), 300);
+  EXPECT_EQ(parsed.graph_hash(), RequestGraphHash(request).value());
+  // What gRPC's own serializer makes of it is the same bytes.
+  EXPECT_EQ(parsed.SerializeAsString(), hit);
+
+  const ServiceCounters counts = counters();
+  EXPECT_EQ(counts.planner_runs, 1);
+  EXPECT_EQ(counts.cache_miss, 1);
+  EXPECT_EQ(counts.cache_local, 2);
+  EXPECT_EQ(counts.cache.alias_hits, 1);  // the byte-identical request
+}
+
+// A request invalid only in its labels has the graph hash of a valid one
+// that is cached: it must still be refused, not answered from the cache.
+TEST_F(CacheTest, InvalidLabelsAreRefusedEvenWhenThePlanIsCached) {
+  StartServer();
+  ASSERT_TRUE(client_->PlanMemory(SmallRequest()).ok());
+  v1::PlanMemoryRequest duplicate = SmallRequest();
+  duplicate.mutable_buffers(2)->add_names("a");  // a name of buffers[0]
+  v1::PlanMemoryRequest unnamed = SmallRequest();
+  unnamed.mutable_buffers(1)->clear_names();
+  for (const v1::PlanMemoryRequest& request : {duplicate, unnamed}) {
+    // Twice: the first refusal must not leave a shortcut for the second.
+    for (int i = 0; i < 2; ++i) {
+      const absl::StatusOr<v1::PlanMemoryResponse> response =
+          client_->PlanMemory(request);
+      EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument)
+          << response.status();
+    }
+  }
+  const auto [status, bytes] =
+      RawCall("/memplan.v1.MemoryPlanner/PlanMemory", "\xff\xff\xff");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << status.error_message();
+  EXPECT_EQ(counters().planner_runs, 1);
+}
+
+// Distinct graphs through a small cache: the charged bytes never exceed
+// the bound, the oldest plans are evicted (planned again), the newest hit.
+TEST_F(CacheTest, EvictionHonoursTheByteBound) {
+  constexpr int64_t kCacheBytes = 64 << 10;
+  StartServer(kCacheBytes);
+  auto request = [](int i) {
+    v1::PlanMemoryRequest request = LargeRequest(40);
+    request.mutable_buffers(0)->set_size_bytes(1000 + i);
+    request.mutable_options()->set_strategy(v1::STRATEGY_INDUCTOR);
+    return request;
+  };
+  constexpr int kGraphs = 200;
+  for (int i = 0; i < kGraphs; ++i) {
+    const absl::StatusOr<v1::PlanMemoryResponse> response =
+        client_->PlanMemory(request(i));
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->cache(), v1::CACHE_STATUS_MISS) << i;
+    ASSERT_LE(counters().cache.bytes, kCacheBytes) << "after graph " << i;
+  }
+  const ServiceCounters counts = counters();
+  EXPECT_GT(counts.cache.evictions, 0);
+  EXPECT_LT(counts.cache.entries, 2 * kGraphs);  // plans and aliases
+  EXPECT_EQ(client_->PlanMemory(request(kGraphs - 1))->cache(),
+            v1::CACHE_STATUS_LOCAL);
+  EXPECT_EQ(client_->PlanMemory(request(0))->cache(), v1::CACHE_STATUS_MISS);
+  EXPECT_LE(counters().cache.bytes, kCacheBytes);
+}
+
+// 100 identical requests at once, none cached: the planner runs once. The
+// search runs for its 1 s budget, so the calls arrive while it plans and
+// follow it; any arriving after it find the plan in the cache.
+TEST_F(CacheTest, SingleFlightPlansConcurrentIdenticalRequestsOnce) {
+  StartServer();
+  v1::PlanMemoryRequest request = LargeRequest(500);
+  request.mutable_options()->set_strategy(v1::STRATEGY_OPTIMAL);
+  request.mutable_options()->mutable_time_budget()->set_seconds(1);
+  constexpr int kCalls = 100;
+  std::vector<absl::StatusOr<v1::PlanMemoryResponse>> results(kCalls);
+  absl::Notification go;
+  std::vector<std::thread> threads;
+  for (auto& result : results) {
+    threads.emplace_back([&] {
+      go.WaitForNotification();
+      result = client_->PlanMemory(request, absl::Seconds(120));
+    });
+  }
+  go.Notify();
+  for (std::thread& thread : threads) thread.join();
+
+  int misses = 0;
+  for (const auto& result : results) {
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->assignments_size(), 500);
+    if (result->cache() == v1::CACHE_STATUS_MISS) ++misses;
+    v1::PlanMemoryResponse plan = *result;
+    v1::PlanMemoryResponse first = *results[0];
+    plan.clear_cache();
+    first.clear_cache();
+    EXPECT_EQ(plan.SerializeAsString(), first.SerializeAsString());
+  }
+  const ServiceCounters counts = counters();
+  EXPECT_EQ(counts.planner_runs, 1);
+  EXPECT_EQ(misses, 1);
+  EXPECT_EQ(counts.cache_miss, 1);
+  EXPECT_EQ(counts.cache_local, kCalls - 1);
+  EXPECT_GT(counts.flight_followers, 0);
+}
+
+// A call whose own deadline cuts its search short gets that plan, but it is
+// not stored: the graph hash names the plan of the full time budget. A
+// later call plans again (with its budget) and that plan is stored.
+TEST_F(CacheTest, APlanCutShortByTheCallersDeadlineIsNotStored) {
+  StartServer();
+  v1::PlanMemoryRequest request = LargeRequest(500);
+  request.mutable_options()->set_strategy(v1::STRATEGY_OPTIMAL);
+  request.mutable_options()->mutable_time_budget()->set_seconds(2);
+  // The search stops at the deadline with the best plan so far; whether
+  // that reaches the caller before its deadline is a race.
+  const absl::StatusOr<v1::PlanMemoryResponse> cut =
+      client_->PlanMemory(request, absl::Milliseconds(30));
+  if (cut.ok()) {
+    EXPECT_EQ(cut->cache(), v1::CACHE_STATUS_MISS);
+  } else {
+    EXPECT_EQ(cut.status().code(), absl::StatusCode::kDeadlineExceeded)
+        << cut.status();
+  }
+  // The server finishes the cut call's planning soon after the deadline.
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (server_->service().calls_in_flight() > 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  const absl::StatusOr<v1::PlanMemoryResponse> full =
+      client_->PlanMemory(request, absl::Seconds(120));
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->cache(), v1::CACHE_STATUS_MISS);
+  const absl::StatusOr<v1::PlanMemoryResponse> again =
+      client_->PlanMemory(request, absl::Seconds(120));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->cache(), v1::CACHE_STATUS_LOCAL);
+  EXPECT_EQ(again->stats().planning_micros(), full->stats().planning_micros());
+}
+
+TEST_F(CacheTest, GetPlanByGraphHash) {
+  StartServer();
+  const v1::PlanMemoryRequest request = LargeRequest(50);
+  const std::string hash = RequestGraphHash(request).value();
+  absl::StatusOr<v1::PlanMemoryResponse> got = client_->GetPlan(hash);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound) << got.status();
+  EXPECT_THAT(std::string(got.status().message()), HasSubstr(hash));
+
+  const auto [status, planned] = RawPlanMemory(request);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::GetPlanRequest get;
+  get.set_graph_hash(hash);
+  const auto [get_status, got_bytes] =
+      RawCall("/memplan.v1.MemoryPlanner/GetPlan", get.SerializeAsString());
+  ASSERT_TRUE(get_status.ok()) << get_status.error_message();
+  EXPECT_EQ(got_bytes, planned.substr(0, planned.size() - 2) +
+                           CacheField(v1::CACHE_STATUS_LOCAL));
+
+  got = client_->GetPlan(absl::AsciiStrToUpper(hash));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->graph_hash(), hash);
+
+  for (const std::string& bad : {std::string(""), hash.substr(1),
+                                hash + "0", "g" + hash.substr(1)}) {
+    got = client_->GetPlan(bad);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
+        << bad << ": " << got.status();
+    EXPECT_THAT(std::string(got.status().message()), HasSubstr("graph_hash"));
+  }
+}
+
+// Without a cache every call plans; identical calls in flight together
+// still share one run.
+TEST_F(CacheTest, NoCacheMeansEveryCallPlans) {
+  StartServer(/*cache_bytes=*/0);
+  for (int i = 0; i < 3; ++i) {
+    const absl::StatusOr<v1::PlanMemoryResponse> response =
+        client_->PlanMemory(SmallRequest());
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->cache(), v1::CACHE_STATUS_MISS);
+  }
+  EXPECT_EQ(counters().planner_runs, 3);
+  EXPECT_EQ(counters().cache.entries, 0);
+  EXPECT_EQ(client_->GetPlan(RequestGraphHash(SmallRequest()).value())
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
 }
 
 // The handler itself, without gRPC: a deadline that has passed stops the

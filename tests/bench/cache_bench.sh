@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The plan cache's benchmarks (README "Plan cache"): memplan-server and the
+# `memplan loadtest` client on this machine, over loopback TCP. Prints each
+# load test's report, the server's CPU time per call and its peak resident
+# memory. Not a test: it prints numbers.
+#
+#   tests/bench/cache_bench.sh [hits|cold|distinct|all] [SECONDS]
+#
+#   hits      cache hits: a 293-buffer corpus graph, 16 calls in flight,
+#             SECONDS (default 10) after 1,000 warm-up calls;
+#   cold      a cold 1,042-buffer graph (idealloc's somas_tensors_resnet50),
+#             strategy inductor, one call at a time, 300 distinct graphs
+#             (every call a MISS), plus the corpus graph of 392 buffers;
+#   distinct  1,000,000 distinct small graphs (21 buffers) through a 64 MiB
+#             cache, 16 in flight: every call a MISS, the cache evicting.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${MEMPLAN_BUILD_DIR:-$root/build}"
+corpus="$root/../shared/corpus/inductor"
+benchmarks="$root/../shared/benchmarks"
+which="${1:-all}"
+seconds="${2:-10}"
+
+server_pid=""
+stop_server() {
+  if [[ -n "$server_pid" ]]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+  fi
+}
+trap stop_server EXIT
+
+# start_server FLAGS...: starts memplan-server on a free port; sets
+# $server_pid and $address.
+start_server() {
+  local log
+  log="$(mktemp)"
+  "$build/server/memplan-server" --listen=127.0.0.1:0 "$@" 2>"$log" &
+  server_pid=$!
+  for _ in $(seq 300); do
+    if grep -q "listening on" "$log"; then break; fi
+    sleep 0.1
+  done
+  address="$(sed -n 's/^memplan-server listening on //p' "$log")"
+  [[ -n "$address" ]] || { cat "$log" >&2; exit 1; }
+}
+
+# cpu_seconds PID: user + system CPU seconds the process has used.
+cpu_seconds() {
+  awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
+}
+
+# report_server CALLS CPU_BEFORE: the server's CPU per call and peak RSS.
+report_server() {
+  local calls="$1" before="$2" after
+  after="$(cpu_seconds "$server_pid")"
+  awk -v a="$after" -v b="$before" -v n="$calls" \
+    'BEGIN {printf "server CPU   %.1f us per call\n", (a - b) * 1e6 / n}'
+  grep -E '^(VmHWM|VmRSS)' "/proc/$server_pid/status" |
+    awk '{printf "server %s %.1f MiB\n", $1, $2 / 1024}'
+}
+
+# calls_of REPORT: the measured call count of a loadtest report.
+calls_of() { awk '/^calls/ {print $2}' <<<"$1"; }
+
+run_hits() {
+  echo "== cache hits: 293 buffers, 16 in flight, ${seconds}s"
+  start_server
+  local before out
+  "$build/client/memplan" loadtest --server="$address" --calls=1000 \
+    "$corpus/mobilenet_v3_large_train.backward.intermediates.json" >/dev/null
+  before="$(cpu_seconds "$server_pid")"
+  out="$("$build/client/memplan" loadtest --server="$address" --in_flight=16 \
+    --duration="${seconds}s" \
+    "$corpus/mobilenet_v3_large_train.backward.intermediates.json")"
+  echo "$out"
+  report_server "$(calls_of "$out")" "$before"
+  stop_server
+}
+
+run_cold() {
+  echo "== cold graphs: strategy inductor, 1 in flight, every call a miss"
+  start_server
+  local file out before
+  for file in "$benchmarks/idealloc/somas_tensors_resnet50.csv" \
+      "$corpus/resnet50_train.forward.intermediates.json"; do
+    before="$(cpu_seconds "$server_pid")"
+    out="$("$build/client/memplan" loadtest --server="$address" \
+      --strategy=inductor --in_flight=1 --calls=300 --distinct=300 "$file")"
+    echo "$out"
+    report_server "$(calls_of "$out")" "$before"
+  done
+  stop_server
+}
+
+run_distinct() {
+  echo "== 1,000,000 distinct small graphs through a 64 MiB cache"
+  start_server --cache_bytes=$((64 << 20))
+  local before out
+  before="$(cpu_seconds "$server_pid")"
+  out="$("$build/client/memplan" loadtest --server="$address" --in_flight=16 \
+    --calls=1000000 --distinct=1000000 \
+    "$corpus/resnet18_infer.inference.intermediates.json")"
+  echo "$out"
+  report_server "$(calls_of "$out")" "$before"
+  stop_server
+}
+
+case "$which" in
+  hits) run_hits ;;
+  cold) run_cold ;;
+  distinct) run_distinct ;;
+  all) run_hits; run_cold; run_distinct ;;
+  *) echo "usage: $0 [hits|cold|distinct|all] [SECONDS]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,106 @@
+// Child processes for the end-to-end tests: spawning programs with their
+// output in files, and a memplan-server (or redis-server) on a free port.
+#ifndef MEMPLAN_TESTS_SERVICE_PROCESSES_H_
+#define MEMPLAN_TESTS_SERVICE_PROCESSES_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace memplan {
+
+// Returns a path in the test's temporary directory unique to this process.
+std::string TempPath(const std::string& name);
+
+// Returns the contents of the file at `path` ("" when unreadable).
+std::string ReadAll(const std::string& path);
+
+// Starts `argv` with stdin from /dev/null and stdout and stderr written to
+// the files `out` and `err`. Returns its pid, or -1.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
+            const std::string& err);
+
+// Returns the exit code of `pid` (128 + signal when killed by one), or -1.
+int WaitForExit(pid_t pid);
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `argv` to completion and returns its exit code and output.
+RunResult RunToExit(const std::vector<std::string>& argv);
+
+// Returns a TCP port of 127.0.0.1 that was free a moment ago (bound with
+// port 0, then released), or 0.
+int FreeLoopbackPort();
+
+// A memplan-server process on a free port of 127.0.0.1; killed (SIGKILL)
+// when destroyed if still running.
+class ServerProcess {
+ public:
+  ServerProcess() = default;
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  ~ServerProcess();
+
+  // Starts `binary` --listen=127.0.0.1:0 with `flags` and waits (up to 30 s)
+  // for its "listening on" line. Returns INTERNAL or DEADLINE_EXCEEDED
+  // with its stderr when it exits or does not get there.
+  absl::Status Start(const std::string& binary,
+                     const std::vector<std::string>& flags = {});
+
+  // Sends SIGTERM and returns the exit code.
+  int Stop();
+
+  bool running() const { return pid_ > 0; }
+  const std::string& address() const { return address_; }  // HOST:PORT
+  std::string stderr_text() const { return ReadAll(stderr_path_); }
+
+ private:
+  pid_t pid_ = -1;
+  std::string stderr_path_;
+  std::string address_;
+};
+
+// A redis-server on 127.0.0.1 without persistence; killed (SIGKILL) when
+// destroyed if still running.
+class RedisProcess {
+ public:
+  RedisProcess() = default;
+  RedisProcess(const RedisProcess&) = delete;
+  RedisProcess& operator=(const RedisProcess&) = delete;
+  ~RedisProcess();
+
+  // Starts `binary` on `port` (0: a free one, retried on a clash) and waits
+  // (up to 30 s) until it accepts connections. Returns INTERNAL or
+  // DEADLINE_EXCEEDED with its log otherwise.
+  absl::Status Start(const std::string& binary, int port = 0);
+
+  // Kills it (SIGKILL) and waits for it to exit.
+  void Kill();
+  // Stops (SIGSTOP) and continues (SIGCONT) it: a Redis that does not
+  // answer but whose port still accepts connections.
+  void Pause();
+  void Resume();
+
+  bool running() const { return pid_ > 0; }
+  int port() const { return port_; }
+  std::string address() const;  // "127.0.0.1:PORT"
+  std::string log() const { return ReadAll(log_path_); }
+
+ private:
+  absl::Status StartOn(const std::string& binary, int port);
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+};
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_TESTS_SERVICE_PROCESSES_H_
