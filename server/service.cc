@@ -215,6 +215,15 @@ absl::StatusOr<MemoryPlannerService::Found> MemoryPlannerService::Resolve(
     }
     const SingleFlight::Ticket ticket = flights_.Join(key);
     if (ticket.leader) {
+      // A leader that landed between the lookup above and Join stored its
+      // plan: look again, or this call would plan the same graph twice.
+      if (std::shared_ptr<const std::string> stored = cache_.FindPlan(key)) {
+        FlightOutcome outcome;
+        outcome.response = stored;
+        outcome.source = v1::CACHE_STATUS_LOCAL;
+        flights_.Land(key, ticket, outcome);
+        return Found{std::move(stored), v1::CACHE_STATUS_LOCAL};
+      }
       FlightOutcome outcome = Lead(resolved, graph_hash, key, call);
       flights_.Land(key, ticket, outcome);
       if (!outcome.status.ok()) return outcome.status;
