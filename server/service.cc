@@ -3,6 +3,7 @@
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
+#include <google/protobuf/arena.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
@@ -183,7 +184,11 @@ void MemoryPlannerService::Answer(Call& call, const grpc::ByteBuffer& bytes,
     call.Fail(status);
     return;
   }
-  v1::PlanMemoryRequest request;
+  // On an arena: one allocation for the request's many small messages and
+  // strings instead of one each.
+  google::protobuf::Arena arena;
+  v1::PlanMemoryRequest& request =
+      *google::protobuf::Arena::CreateMessage<v1::PlanMemoryRequest>(&arena);
   if (!ParseBytes(bytes, request)) {
     call.Fail(absl::InvalidArgumentError(
         "the request does not parse as a memplan.v1.PlanMemoryRequest"));
