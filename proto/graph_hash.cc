@@ -13,7 +13,6 @@ namespace {
 // Appends integers little-endian and strings length-prefixed.
 class Encoder {
  public:
-  void Reserve(size_t bytes) { bytes_.reserve(bytes); }
   void U8(uint8_t value) { bytes_.push_back(static_cast<char>(value)); }
   void U32(uint32_t value) { LittleEndian(value, 4); }
   void U64(uint64_t value) { LittleEndian(value, 8); }
@@ -40,8 +39,6 @@ class Encoder {
 std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
                            absl::Duration time_budget) {
   Encoder encoder;
-  // The fixed part, then per buffer 42 bytes and its device name.
-  encoder.Reserve(64 + strategy.size() + 64 * problem.buffers.size());
   encoder.U32(kGraphHashFormatVersion);
   encoder.U32(kPlannerVersion);
   encoder.String(strategy);
