@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 
 namespace memplan {
@@ -59,6 +60,14 @@ struct ReplyDeleter {
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
 }  // namespace
+
+std::string RedisCounters::ToString() const {
+  return absl::StrFormat(
+      "hits=%d misses=%d unreadable=%d errors=%d skipped=%d writes=%d "
+      "writes_dropped=%d connects=%d connect_failures=%d up=%s",
+      hits, misses, unreadable, errors, skipped, writes, writes_dropped,
+      connects, connect_failures, up ? "true" : "false");
+}
 
 std::string RedisKey(absl::string_view graph_hash) {
   return absl::StrCat("memplan:plan:v", kRedisValueVersion, ":", graph_hash);

@@ -188,6 +188,14 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
   std::function<bool()> leave_ ABSL_GUARDED_BY(mutex_);
 };
 
+std::string ServiceCounters::ToString() const {
+  return absl::StrCat(
+      "planner_runs=", planner_runs, " cache_miss=", cache_miss,
+      " cache_local=", cache_local, " cache_redis=", cache_redis,
+      " flight_followers=", flight_followers, " cache: ", cache.ToString(),
+      redis.has_value() ? absl::StrCat(" redis: ", redis->ToString()) : "");
+}
+
 MemoryPlannerService::MemoryPlannerService(Options options)
     : cache_(options.cache_bytes), workers_(options.worker_threads) {
   if (options.redis.has_value()) {

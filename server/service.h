@@ -56,6 +56,10 @@ struct ServiceCounters {
   int64_t flight_followers = 0;  // calls that waited for an identical one
   PlanCacheCounters cache;       // the in-process cache
   std::optional<RedisCounters> redis;  // the Redis cache, when configured
+
+  // Returns every field as "name=value", the caches' after "cache:" and
+  // "redis:".
+  std::string ToString() const;
 };
 
 class MemoryPlannerService final

@@ -733,7 +733,7 @@ TEST_F(CacheTest, EvictionHonoursTheByteBound) {
     ASSERT_LE(counters().cache.bytes, kCacheBytes) << "after graph " << i;
   }
   const ServiceCounters counts = counters();
-  EXPECT_GT(counts.cache.evictions, 0);
+  EXPECT_GT(counts.cache.evictions, 0) << counts.ToString();
   EXPECT_LT(counts.cache.entries, 2 * kGraphs);  // plans and aliases
   EXPECT_EQ(client_->PlanMemory(request(kGraphs - 1))->cache(),
             v1::CACHE_STATUS_LOCAL);
@@ -774,11 +774,11 @@ TEST_F(CacheTest, SingleFlightPlansConcurrentIdenticalRequestsOnce) {
     EXPECT_EQ(plan.SerializeAsString(), first.SerializeAsString());
   }
   const ServiceCounters counts = counters();
-  EXPECT_EQ(counts.planner_runs, 1);
+  EXPECT_EQ(counts.planner_runs, 1) << counts.ToString();
   EXPECT_EQ(misses, 1);
   EXPECT_EQ(counts.cache_miss, 1);
   EXPECT_EQ(counts.cache_local, kCalls - 1);
-  EXPECT_GT(counts.flight_followers, 0);
+  EXPECT_GT(counts.flight_followers, 0) << counts.ToString();
 }
 
 // A call whose own deadline cuts its search short gets that plan, but it is
