@@ -13,7 +13,8 @@
 #             three corpus training graphs one after the other in time
 #             (resnet50 forward and backward, vit_b_16 backward), idealloc's
 #             trace somas_tensors_resnet50 (1,042 buffers), and the largest
-#             corpus graph (392 buffers);
+#             corpus graph (392 buffers); then memplan-miss-bench's
+#             split of a miss's time on those graphs;
 #   distinct  1,000,000 distinct small graphs (21 buffers) through a 64 MiB
 #             cache, 16 in flight: every call a MISS, the cache evicting.
 set -euo pipefail
@@ -121,6 +122,12 @@ run_cold() {
     report_server "$(calls_of "$out")" "$before"
   done
   stop_server
+  echo "== where a miss's time goes, in process"
+  "$build/tests/bench/memplan-miss-bench" "$concatenated" \
+    "$benchmarks/idealloc/somas_tensors_resnet50.csv" \
+    "$corpus/resnet50_train.forward.intermediates.json" \
+    "$corpus/resnet50_train.backward.intermediates.json" \
+    "$corpus/vit_b_16_train.backward.intermediates.json"
 }
 
 run_distinct() {
