@@ -823,15 +823,25 @@ v1::PlanMemoryRequest SlowRequest() {
   return request;
 }
 
-// Waits up to 60 s until the server has `calls` PlanMemory calls in
-// progress; returns whether it got there.
-bool AwaitCallsInFlight(const Server& server, int64_t calls) {
+// Waits up to 60 s until `reached` holds; returns whether it did.
+bool Await(const std::function<bool()>& reached) {
   const absl::Time give_up = absl::Now() + absl::Seconds(60);
-  while (server.service().calls_in_flight() != calls) {
+  while (!reached()) {
     if (absl::Now() > give_up) return false;
     absl::SleepFor(absl::Milliseconds(5));
   }
   return true;
+}
+
+// Waits until the server has `calls` PlanMemory calls in progress.
+bool AwaitCallsInFlight(const Server& server, int64_t calls) {
+  return Await([&] { return server.service().calls_in_flight() == calls; });
+}
+
+// Waits until the server's planner has started `runs` times: a call has
+// joined the flight of its graph as the leader and plans.
+bool AwaitPlannerRuns(const Server& server, int64_t runs) {
+  return Await([&] { return server.service().counters().planner_runs == runs; });
 }
 
 // A follower whose deadline passes while it waits leaves at once; the
@@ -844,7 +854,7 @@ TEST_F(CacheTest, AFollowerPastItsDeadlineLeavesTheFlight) {
     led = client_->PlanMemory(SlowRequest(), absl::Seconds(120));
     leader_done = true;
   });
-  ASSERT_TRUE(AwaitCallsInFlight(*server_, 1));
+  ASSERT_TRUE(AwaitPlannerRuns(*server_, 1));
   const absl::StatusOr<v1::PlanMemoryResponse> followed =
       client_->PlanMemory(SlowRequest(), absl::Milliseconds(100));
   EXPECT_EQ(followed.status().code(), absl::StatusCode::kDeadlineExceeded)
@@ -868,7 +878,7 @@ TEST_F(CacheTest, FollowersOfALeaderCutShortPlanThemselves) {
   std::thread leader([&] {
     (void)client_->PlanMemory(SlowRequest(), absl::Seconds(1));
   });
-  ASSERT_TRUE(AwaitCallsInFlight(*server_, 1));
+  ASSERT_TRUE(AwaitPlannerRuns(*server_, 1));
   const absl::StatusOr<v1::PlanMemoryResponse> followed =
       client_->PlanMemory(SlowRequest(), absl::Seconds(120));
   leader.join();
