@@ -332,10 +332,13 @@ void RedisCache::Maintain() {
   absl::MutexLock lock(&mutex_);
   while (true) {
     // Wakes for a write, for stopping, or when the next connection attempt
-    // is due.
+    // is due; and at least every min_backoff, since the due time depends
+    // on the clock, which waking on the mutex alone would not notice.
     mutex_.AwaitWithDeadline(
         absl::Condition(&has_work),
-        open_ < options_.connections ? next_connect_ : absl::InfiniteFuture());
+        std::min(open_ < options_.connections ? next_connect_
+                                              : absl::InfiniteFuture(),
+                 absl::Now() + options_.min_backoff));
     if (stopping_) return;
     if (open_ < options_.connections && absl::Now() >= next_connect_) {
       mutex_.Unlock();

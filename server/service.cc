@@ -63,7 +63,9 @@ absl::StatusOr<Digest> ParseGraphHash(std::string& hex) {
   }
   if (!valid) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "graph_hash must be 32 hex characters, got \"", hex, "\""));
+        "graph_hash must be 32 hex characters, got \"",
+        absl::string_view(hex).substr(0, 64),
+        hex.size() > 64 ? "...\"" : "\""));
   }
   return absl::MakeUint128(halves[0], halves[1]);
 }
@@ -131,12 +133,15 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
   // Ends the call with `response` (`cache` unset) and status `cache`.
   void Reply(std::shared_ptr<const std::string> response,
              v1::CacheStatus cache) {
+    if (!Claim()) return;
     response_ = ResponseBytes(std::move(response), cache);
-    End(grpc::Status::OK);
+    Finish(grpc::Status::OK);
   }
 
   // Ends the call with `status` (not OK).
-  void Fail(const absl::Status& status) { End(ToGrpcStatus(status)); }
+  void Fail(const absl::Status& status) {
+    if (Claim()) Finish(ToGrpcStatus(status));
+  }
 
   // Marks the call as waiting in a flight: `leave` takes its waiter back
   // (true) unless the flight has landed (false). If the call is or gets
@@ -169,12 +174,14 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
         "the call ended while an identical request was being planned");
   }
 
-  void End(const grpc::Status& status) {
-    if (ended_.exchange(true)) return;  // answered already
+  // Returns true for the one caller that may end the call (a safeguard:
+  // the flight's Leave already makes the answer exclusive).
+  bool Claim() {
+    if (ended_.exchange(true)) return false;
     if (counted_) {
       service_.calls_in_flight_.fetch_sub(1, std::memory_order_relaxed);
     }
-    Finish(status);
+    return true;
   }
 
   MemoryPlannerService& service_;
