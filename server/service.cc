@@ -283,6 +283,17 @@ void MemoryPlannerService::Pursue(Call* call,
     });
     return;  // Follow answers it
   }
+  // A leader that landed between the lookup above and Join stored its
+  // plan: look again, or this call would plan the same graph twice.
+  if (std::shared_ptr<const std::string> stored = cache_.FindPlan(miss->key)) {
+    FlightOutcome outcome;
+    outcome.response = stored;
+    outcome.source = v1::CACHE_STATUS_LOCAL;
+    flights_.Land(miss->key, outcome);
+    Count(v1::CACHE_STATUS_LOCAL);
+    call->Reply(std::move(stored), v1::CACHE_STATUS_LOCAL);
+    return;
+  }
   const FlightOutcome outcome = Lead(*miss, call->plan_context());
   flights_.Land(miss->key, outcome);
   if (!outcome.status.ok()) {

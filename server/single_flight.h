@@ -26,7 +26,8 @@ struct FlightOutcome {
   absl::Status status;
   // The serialized response, `cache` unset; null unless status is OK.
   std::shared_ptr<const std::string> response;
-  // Where the leader found the plan: MISS (planned) or REDIS.
+  // Where the leader found the plan: MISS (planned), REDIS, or LOCAL (a
+  // leader that found it in the cache after all).
   v1::CacheStatus source = v1::CACHE_STATUS_MISS;
   // Followers must not use this outcome but try again themselves: the
   // leader's deadline or cancellation ended its run (DEADLINE_EXCEEDED,
