@@ -8,6 +8,7 @@
 //   memplan loadtest [--server=HOST:PORT] [--in_flight=N] [--duration=DURATION]
 //                    [--calls=N] [--distinct=N] [--warmup_calls=N]
 //                    [--strategy=NAME] [--pool_mode=NAME] ... FILE
+//   memplan frame [--strategy=NAME] [--pool_mode=NAME] ... FILE > body.bin
 //
 // `plan` reads each FILE (a corpus JSON file, *.json, whose source.memory_pool
 // sets the pool mode unless --pool_mode is given; or a MiniMalloc CSV,
@@ -20,7 +21,10 @@
 // sends FILE's request (with the option flags applied) with --in_flight
 // calls in flight for --duration (or --calls calls), checks every status
 // and response (client/load_test.h) and prints throughput, latency
-// percentiles and cache statuses.
+// percentiles and cache statuses. `frame` writes FILE's request (with the
+// option flags applied) to stdout as one gRPC message: a 5-byte prefix
+// (0, then the length as a big-endian u32) and the serialized request, the
+// body h2load sends with -d to cross-check the load test.
 //
 // Exit status: 0 when every file was planned (or the server is SERVING, or
 // every load-test call succeeded); 1 when any call or file failed, with "FILE: CODE: message" on stderr
@@ -102,6 +106,7 @@ constexpr char kUsage[] =
     "  memplan loadtest [--server=HOST:PORT] [--in_flight=N] "
     "[--duration=DURATION | --calls=N]\n"
     "                   [--distinct=N] [--warmup_calls=N] [option flags] FILE\n"
+    "  memplan frame [option flags] FILE > body.bin   (a gRPC body for h2load)\n"
     "\n"
     "FILE is a corpus JSON file (*.json) or a MiniMalloc CSV (*.csv, header\n"
     "id,lower,upper,size, optionally alignment and offset: an offset pins\n"
@@ -311,25 +316,40 @@ int RunHealth() {
              : kExitFailure;
 }
 
-int RunLoadTestCommand(const std::vector<std::string>& files) {
+// Returns FILE's request with the option flags applied, or prints why not
+// and returns nullopt with the exit code in `exit_code`.
+std::optional<v1::PlanMemoryRequest> OneRequestFromFlags(
+    absl::string_view command, const std::vector<std::string>& files,
+    int& exit_code) {
   absl::StatusOr<Overrides> overrides = OverridesFromFlags();
   if (!overrides.ok()) {
     std::fprintf(stderr, "memplan: %s\n",
                  std::string(overrides.status().message()).c_str());
-    return kExitUsage;
+    exit_code = kExitUsage;
+    return std::nullopt;
   }
   if (files.size() != 1) {
-    std::fprintf(stderr, "memplan loadtest: exactly one FILE, got %zu\n",
-                 files.size());
-    return kExitUsage;
+    std::fprintf(stderr, "memplan %s: exactly one FILE, got %zu\n",
+                 std::string(command).c_str(), files.size());
+    exit_code = kExitUsage;
+    return std::nullopt;
   }
   absl::StatusOr<v1::PlanMemoryRequest> request = RequestFromFile(files[0]);
   if (!request.ok()) {
     std::fprintf(stderr, "%s: %s\n", files[0].c_str(),
                  request.status().ToString().c_str());
-    return kExitFailure;
+    exit_code = kExitFailure;
+    return std::nullopt;
   }
   Apply(*overrides, *request);
+  return *std::move(request);
+}
+
+int RunLoadTestCommand(const std::vector<std::string>& files) {
+  int exit_code = 0;
+  const std::optional<v1::PlanMemoryRequest> request =
+      OneRequestFromFlags("loadtest", files, exit_code);
+  if (!request.has_value()) return exit_code;
   LoadTestOptions options;
   options.in_flight = absl::GetFlag(FLAGS_in_flight);
   options.duration = absl::GetFlag(FLAGS_duration);
@@ -350,6 +370,22 @@ int RunLoadTestCommand(const std::vector<std::string>& files) {
               request->buffers_size(), options.in_flight,
               report->ToString().c_str());
   return report->failures == 0 && report->calls > 0 ? 0 : kExitFailure;
+}
+
+int RunFrame(const std::vector<std::string>& files) {
+  int exit_code = 0;
+  const std::optional<v1::PlanMemoryRequest> request =
+      OneRequestFromFlags("frame", files, exit_code);
+  if (!request.has_value()) return exit_code;
+  const std::string message = request->SerializeAsString();
+  const uint32_t length = static_cast<uint32_t>(message.size());
+  const char prefix[5] = {0, static_cast<char>(length >> 24),
+                          static_cast<char>(length >> 16),
+                          static_cast<char>(length >> 8),
+                          static_cast<char>(length)};
+  std::fwrite(prefix, 1, sizeof(prefix), stdout);
+  std::fwrite(message.data(), 1, message.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : kExitFailure;
 }
 
 }  // namespace
@@ -378,6 +414,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> operands(args.begin() + 2, args.end());
   if (command == "plan") return memplan::RunPlan(operands);
   if (command == "loadtest") return memplan::RunLoadTestCommand(operands);
+  if (command == "frame") return memplan::RunFrame(operands);
   if (command == "health") {
     if (!operands.empty()) {
       std::fprintf(stderr, "memplan health: unexpected argument \"%s\"\n",
@@ -387,7 +424,8 @@ int main(int argc, char** argv) {
     return memplan::RunHealth();
   }
   std::fprintf(stderr,
-               "memplan: unknown command \"%s\" (plan, health or loadtest)\n",
+               "memplan: unknown command \"%s\" (plan, health, loadtest or "
+               "frame)\n",
                command.c_str());
   return memplan::kExitUsage;
 }

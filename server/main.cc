@@ -30,8 +30,8 @@ ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "largest request or response in bytes; larger requests get "
           "RESOURCE_EXHAUSTED");
 ABSL_FLAG(int32_t, worker_threads, 0,
-          "threads planning calls the cache cannot answer at once (more "
-          "wait in order); 0 means max(64, 4 * hardware threads)");
+          "threads planning the calls the cache cannot answer at once "
+          "(more wait in order); 0 means the hardware threads, at least 2");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGINT/SIGTERM, how long calls in flight may still run");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{256} << 20,

@@ -45,6 +45,9 @@ struct PlanCacheCounters {
   int64_t insertions = 0;        // plans and aliases stored
   int64_t evictions = 0;         // entries dropped to honour the bound
   int64_t rejected_too_large = 0;  // plans larger than a shard's bound
+
+  // Returns "entries=... bytes=... plan_hits=..." with every field.
+  std::string ToString() const;
 };
 
 class PlanCache {

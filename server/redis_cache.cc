@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 
 namespace memplan {
@@ -59,6 +60,14 @@ struct ReplyDeleter {
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
 }  // namespace
+
+std::string RedisCounters::ToString() const {
+  return absl::StrFormat(
+      "hits=%d misses=%d unreadable=%d errors=%d skipped=%d writes=%d "
+      "writes_dropped=%d connects=%d connect_failures=%d up=%s",
+      hits, misses, unreadable, errors, skipped, writes, writes_dropped,
+      connects, connect_failures, up ? "true" : "false");
+}
 
 std::string RedisKey(absl::string_view graph_hash) {
   return absl::StrCat("memplan:plan:v", kRedisValueVersion, ":", graph_hash);
@@ -323,10 +332,13 @@ void RedisCache::Maintain() {
   absl::MutexLock lock(&mutex_);
   while (true) {
     // Wakes for a write, for stopping, or when the next connection attempt
-    // is due.
+    // is due; and at least every min_backoff, since the due time depends
+    // on the clock, which waking on the mutex alone would not notice.
     mutex_.AwaitWithDeadline(
         absl::Condition(&has_work),
-        open_ < options_.connections ? next_connect_ : absl::InfiniteFuture());
+        std::min(open_ < options_.connections ? next_connect_
+                                              : absl::InfiniteFuture(),
+                 absl::Now() + options_.min_backoff));
     if (stopping_) return;
     if (open_ < options_.connections && absl::Now() >= next_connect_) {
       mutex_.Unlock();

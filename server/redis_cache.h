@@ -97,6 +97,9 @@ struct RedisCounters {
   int64_t connects = 0;    // connections opened
   int64_t connect_failures = 0;
   bool up = false;         // connected, and no command failed since
+
+  // Returns "hits=... misses=... ... up=true" with every field.
+  std::string ToString() const;
 };
 
 class RedisCache {

@@ -21,7 +21,7 @@ constexpr char kServiceName[] = "memplan.v1.MemoryPlanner";
 }  // namespace
 
 int DefaultWorkerThreads() {
-  return std::max(64, 4 * static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 Server::Server(Options options) : options_(std::move(options)) {}
@@ -86,7 +86,7 @@ absl::Status Server::Start() {
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
   grpc::ResourceQuota quota("memplan-server");
-  quota.SetMaxThreads(options_.worker_threads);
+  quota.SetMaxThreads(kSyncServiceThreads);
   builder.SetResourceQuota(quota);
   service_ = std::make_unique<MemoryPlannerService>(service_options);
   builder.RegisterService(service_.get());

@@ -15,7 +15,12 @@
 
 namespace memplan {
 
-// Returns the default worker thread count: max(64, 4 * hardware threads).
+// The most threads gRPC may use for the synchronous services, health and
+// reflection (grpc::ResourceQuota).
+inline constexpr int kSyncServiceThreads = 16;
+
+// Returns the default worker thread count: the hardware threads, at
+// least 2 (planning is CPU-bound; waiting calls hold no thread).
 int DefaultWorkerThreads();
 
 class Server {
@@ -28,12 +33,11 @@ class Server {
     // Largest message accepted or sent, in bytes. A larger request fails
     // with RESOURCE_EXHAUSTED (from gRPC itself); the server keeps serving.
     int max_message_bytes = 64 << 20;
-    // Threads that parse and plan PlanMemory calls the cache cannot answer
-    // at once (server/service.h; calls beyond them wait in order), and the
-    // most threads gRPC may use for health and reflection
-    // (grpc::ResourceQuota); at least 2. Planning is CPU-bound: threads
-    // beyond the cores share them; the rest serve calls that wait for an
-    // identical call's plan or for Redis.
+    // Threads that parse and plan the PlanMemory calls the cache cannot
+    // answer at once, and ask Redis (server/service.h); work beyond them
+    // waits in order. At least 2. Planning is CPU-bound: threads beyond the
+    // cores only share them. (Health and reflection run on gRPC's own
+    // threads, at most kSyncServiceThreads.)
     int worker_threads = DefaultWorkerThreads();
     // Bytes the in-process plan cache may hold (server/plan_cache.h), >= 0;
     // 0: no cache.

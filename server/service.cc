@@ -3,6 +3,7 @@
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
+#include <google/protobuf/arena.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
@@ -62,7 +63,9 @@ absl::StatusOr<Digest> ParseGraphHash(std::string& hex) {
   }
   if (!valid) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "graph_hash must be 32 hex characters, got \"", hex, "\""));
+        "graph_hash must be 32 hex characters, got \"",
+        absl::string_view(hex).substr(0, 64),
+        hex.size() > 64 ? "...\"" : "\""));
   }
   return absl::MakeUint128(halves[0], halves[1]);
 }
@@ -109,13 +112,17 @@ bool IsDeadlineOrCancelled(const absl::Status& status) {
 }  // namespace
 
 // One PlanMemory or GetPlan call: its reactor, deadline and cancellation.
+// Ended exactly once, by Reply or Fail, from whichever thread answers it;
+// deleted by gRPC's OnDone after that.
 class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
  public:
-  // `counted`: a PlanMemory call, counted in calls_in_flight until done.
+  // `counted`: a PlanMemory call, counted in calls_in_flight until ended.
   Call(MemoryPlannerService& service, grpc::CallbackServerContext& context,
        grpc::ByteBuffer& response, bool counted)
       : service_(service), response_(response), counted_(counted) {
-    if (counted_) service_.calls_in_flight_.fetch_add(1, std::memory_order_relaxed);
+    if (counted_) {
+      service_.calls_in_flight_.fetch_add(1, std::memory_order_relaxed);
+    }
     plan_context_.deadline = DeadlineOf(context);
     plan_context_.cancelled = &cancelled_;
   }
@@ -126,28 +133,75 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
   // Ends the call with `response` (`cache` unset) and status `cache`.
   void Reply(std::shared_ptr<const std::string> response,
              v1::CacheStatus cache) {
+    if (!Claim()) return;
     response_ = ResponseBytes(std::move(response), cache);
-    End(grpc::Status::OK);
+    Finish(grpc::Status::OK);
   }
 
   // Ends the call with `status` (not OK).
-  void Fail(const absl::Status& status) { End(ToGrpcStatus(status)); }
+  void Fail(const absl::Status& status) {
+    if (Claim()) Finish(ToGrpcStatus(status));
+  }
 
-  void OnCancel() override { cancelled_.store(true); }
+  // Marks the call as waiting in a flight: `leave` takes its waiter back
+  // (true) unless the flight has landed (false). If the call is or gets
+  // cancelled while waiting, it leaves and ends CANCELLED.
+  void WaitIn(std::function<bool()> leave) {
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mutex_);
+      leave_ = leave;
+      cancelled = cancelled_.load();
+    }
+    if (cancelled && leave()) Fail(Cancelled());
+  }
+
+  // gRPC: the client cancelled or the deadline passed.
+  void OnCancel() override {
+    std::function<bool()> leave;
+    {
+      absl::MutexLock lock(&mutex_);
+      cancelled_.store(true);
+      leave = leave_;
+    }
+    if (leave && leave()) Fail(Cancelled());
+  }
   void OnDone() override { delete this; }
 
  private:
-  void End(const grpc::Status& status) {
-    if (counted_) service_.calls_in_flight_.fetch_sub(1, std::memory_order_relaxed);
-    Finish(status);
+  static absl::Status Cancelled() {
+    return absl::CancelledError(
+        "the call ended while an identical request was being planned");
+  }
+
+  // Returns true for the one caller that may end the call (a safeguard:
+  // the flight's Leave already makes the answer exclusive).
+  bool Claim() {
+    if (ended_.exchange(true)) return false;
+    if (counted_) {
+      service_.calls_in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    return true;
   }
 
   MemoryPlannerService& service_;
   grpc::ByteBuffer& response_;
   const bool counted_;
+  std::atomic<bool> ended_{false};
   std::atomic<bool> cancelled_{false};
   PlanContext plan_context_;
+  absl::Mutex mutex_;
+  // Set while waiting in a flight (the last one joined).
+  std::function<bool()> leave_ ABSL_GUARDED_BY(mutex_);
 };
+
+std::string ServiceCounters::ToString() const {
+  return absl::StrCat(
+      "planner_runs=", planner_runs, " cache_miss=", cache_miss,
+      " cache_local=", cache_local, " cache_redis=", cache_redis,
+      " flight_followers=", flight_followers, " cache: ", cache.ToString(),
+      redis.has_value() ? absl::StrCat(" redis: ", redis->ToString()) : "");
+}
 
 MemoryPlannerService::MemoryPlannerService(Options options)
     : cache_(options.cache_bytes), workers_(options.worker_threads) {
@@ -172,96 +226,117 @@ grpc::ServerUnaryReactor* MemoryPlannerService::PlanMemory(
     }
   }
   workers_.Schedule(
-      [this, call, request, digest] { Answer(*call, *request, digest); });
+      [this, call, request, digest] { Answer(call, *request, digest); });
   return call;
 }
 
-void MemoryPlannerService::Answer(Call& call, const grpc::ByteBuffer& bytes,
+void MemoryPlannerService::Answer(Call* call, const grpc::ByteBuffer& bytes,
                                   Digest digest) {
-  const PlanContext& context = call.plan_context();
-  if (absl::Status status = context.Check(); !status.ok()) {
-    call.Fail(status);
+  if (absl::Status status = call->plan_context().Check(); !status.ok()) {
+    call->Fail(status);
     return;
   }
-  v1::PlanMemoryRequest request;
+  // On an arena: one allocation for the request's many small messages and
+  // strings instead of one each.
+  google::protobuf::Arena arena;
+  v1::PlanMemoryRequest& request =
+      *google::protobuf::Arena::CreateMessage<v1::PlanMemoryRequest>(&arena);
   if (!ParseBytes(bytes, request)) {
-    call.Fail(absl::InvalidArgumentError(
+    call->Fail(absl::InvalidArgumentError(
         "the request does not parse as a memplan.v1.PlanMemoryRequest"));
     return;
   }
   absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
   if (!resolved.ok()) {
-    call.Fail(resolved.status());
+    call->Fail(resolved.status());
     return;
   }
-  std::string graph_hash = GraphHash(*resolved);
-  const Digest key = ParseGraphHash(graph_hash).value();  // GraphHash's hex
-  cache_.InsertAlias(digest, key);
-  absl::StatusOr<Found> found = Resolve(*resolved, graph_hash, key, context);
-  if (!found.ok()) {
-    call.Fail(found.status());
-    return;
-  }
-  Count(found->cache);
-  call.Reply(std::move(found->response), found->cache);
+  auto miss = std::make_shared<Miss>();
+  miss->resolved = *std::move(resolved);
+  miss->graph_hash = GraphHash(miss->resolved);
+  miss->key = ParseGraphHash(miss->graph_hash).value();  // GraphHash's hex
+  cache_.InsertAlias(digest, miss->key);
+  Pursue(call, std::move(miss));
 }
 
-absl::StatusOr<MemoryPlannerService::Found> MemoryPlannerService::Resolve(
-    const ResolvedRequest& resolved, const std::string& graph_hash, Digest key,
-    const PlanContext& call) {
-  while (true) {
-    if (std::shared_ptr<const std::string> stored = cache_.FindPlan(key)) {
-      return Found{std::move(stored), v1::CACHE_STATUS_LOCAL};
-    }
-    const SingleFlight::Ticket ticket = flights_.Join(key);
-    if (ticket.leader) {
-      // A leader that landed between the lookup above and Join stored its
-      // plan: look again, or this call would plan the same graph twice.
-      if (std::shared_ptr<const std::string> stored = cache_.FindPlan(key)) {
-        FlightOutcome outcome;
-        outcome.response = stored;
-        outcome.source = v1::CACHE_STATUS_LOCAL;
-        flights_.Land(key, ticket, outcome);
-        return Found{std::move(stored), v1::CACHE_STATUS_LOCAL};
-      }
-      FlightOutcome outcome = Lead(resolved, graph_hash, key, call);
-      flights_.Land(key, ticket, outcome);
-      if (!outcome.status.ok()) return outcome.status;
-      return Found{std::move(outcome.response), outcome.source};
-    }
+void MemoryPlannerService::Pursue(Call* call,
+                                  std::shared_ptr<const Miss> miss) {
+  if (absl::Status status = call->plan_context().Check(); !status.ok()) {
+    call->Fail(status);
+    return;
+  }
+  if (std::shared_ptr<const std::string> stored = cache_.FindPlan(miss->key)) {
+    Count(v1::CACHE_STATUS_LOCAL);
+    call->Reply(std::move(stored), v1::CACHE_STATUS_LOCAL);
+    return;
+  }
+  const SingleFlight::Ticket ticket = flights_.Join(
+      miss->key, [this, call, miss](const FlightOutcome& outcome) {
+        Follow(call, miss, outcome);
+      });
+  if (!ticket.leader) {
     flight_followers_.fetch_add(1, std::memory_order_relaxed);
-    const FlightOutcome* outcome = ticket.flight->Wait(call.deadline);
-    if (outcome == nullptr) {
-      return absl::DeadlineExceededError(
-          "deadline passed while an identical request was being planned");
-    }
-    if (outcome->retry) {
-      if (absl::Status status = call.Check(); !status.ok()) return status;
-      continue;  // the leader's own deadline ended its run: try again
-    }
-    if (!outcome->status.ok()) return outcome->status;
-    // Planned for another call: from this server's memory.
-    return Found{outcome->response, outcome->source == v1::CACHE_STATUS_MISS
-                                        ? v1::CACHE_STATUS_LOCAL
-                                        : outcome->source};
+    call->WaitIn([this, key = miss->key, waiter = ticket.waiter] {
+      return flights_.Leave(key, waiter);
+    });
+    return;  // Follow answers it
   }
+  // A leader that landed between the lookup above and Join stored its
+  // plan: look again, or this call would plan the same graph twice.
+  if (std::shared_ptr<const std::string> stored = cache_.FindPlan(miss->key)) {
+    FlightOutcome outcome;
+    outcome.response = stored;
+    outcome.source = v1::CACHE_STATUS_LOCAL;
+    flights_.Land(miss->key, outcome);
+    Count(v1::CACHE_STATUS_LOCAL);
+    call->Reply(std::move(stored), v1::CACHE_STATUS_LOCAL);
+    return;
+  }
+  const FlightOutcome outcome = Lead(*miss, call->plan_context());
+  flights_.Land(miss->key, outcome);
+  if (!outcome.status.ok()) {
+    call->Fail(outcome.status);
+    return;
+  }
+  Count(outcome.source);
+  call->Reply(outcome.response, outcome.source);
 }
 
-FlightOutcome MemoryPlannerService::Lead(const ResolvedRequest& resolved,
-                                         const std::string& graph_hash,
-                                         Digest key, const PlanContext& call) {
+void MemoryPlannerService::Follow(Call* call, std::shared_ptr<const Miss> miss,
+                                  const FlightOutcome& outcome) {
+  if (outcome.retry) {
+    // The leader's own deadline ended its run: this call tries itself.
+    workers_.Schedule([this, call, miss] { Pursue(call, miss); });
+    return;
+  }
+  if (!outcome.status.ok()) {
+    call->Fail(outcome.status);
+    return;
+  }
+  // Planned for another call: from this server's memory.
+  const v1::CacheStatus cache = outcome.source == v1::CACHE_STATUS_MISS
+                                    ? v1::CACHE_STATUS_LOCAL
+                                    : outcome.source;
+  Count(cache);
+  call->Reply(outcome.response, cache);
+}
+
+FlightOutcome MemoryPlannerService::Lead(const Miss& miss,
+                                         const PlanContext& call) {
   FlightOutcome outcome;
   if (redis_ != nullptr) {
-    absl::StatusOr<std::string> shared = redis_->Get(graph_hash, call.deadline);
+    absl::StatusOr<std::string> shared =
+        redis_->Get(miss.graph_hash, call.deadline);
     if (shared.ok()) {
       outcome.response =
           std::make_shared<const std::string>(*std::move(shared));
       outcome.source = v1::CACHE_STATUS_REDIS;
-      cache_.InsertPlan(key, outcome.response);
+      cache_.InsertPlan(miss.key, outcome.response);
       return outcome;
     }
   }
-  absl::StatusOr<Planned> planned = PlanNow(resolved, graph_hash, call);
+  absl::StatusOr<Planned> planned =
+      PlanNow(miss.resolved, miss.graph_hash, call);
   if (!planned.ok()) {
     outcome.status = planned.status();
     outcome.retry = IsDeadlineOrCancelled(planned.status());
@@ -272,8 +347,8 @@ FlightOutcome MemoryPlannerService::Lead(const ResolvedRequest& resolved,
   outcome.source = v1::CACHE_STATUS_MISS;
   outcome.retry = !planned->storable;
   if (planned->storable) {
-    cache_.InsertPlan(key, outcome.response);
-    if (redis_ != nullptr) redis_->Put(graph_hash, outcome.response);
+    cache_.InsertPlan(miss.key, outcome.response);
+    if (redis_ != nullptr) redis_->Put(miss.graph_hash, outcome.response);
   }
   return outcome;
 }
@@ -325,9 +400,7 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
   absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
   if (!resolved.ok()) return resolved.status();
   absl::StatusOr<Planned> planned =
-      PlanNow(*resolved,
-           GraphHash(*resolved),
-           call);
+      PlanNow(*resolved, GraphHash(*resolved), call);
   if (!planned.ok()) return planned.status();
   planned->response.set_cache(v1::CACHE_STATUS_MISS);
   return std::move(planned->response);

@@ -9,10 +9,11 @@
 //   2. otherwise on a worker thread (server/worker_pool.h): parse and
 //      validate (ResolveRequest), compute the graph hash, record the alias,
 //      look the plan up (LOCAL); join the single flight of the hash
-//      (server/single_flight.h) and, if another call is planning it, wait
-//      for its plan (LOCAL, or REDIS if it came from there); else lead:
-//      ask Redis (REDIS), else plan (MISS), store the plan locally and
-//      queue it for Redis.
+//      (server/single_flight.h) and, if another call is planning it, leave
+//      the call with the flight, holding no thread, to be answered with
+//      its plan (LOCAL, or REDIS if it came from there); else lead: ask
+//      Redis (REDIS), else plan (MISS), store the plan locally and queue
+//      it for Redis.
 // Every response carries the stored bytes of the plan's response, `cache`
 // unset, followed by the `cache` field (field 5, the last on the wire): a
 // hit is byte for byte the miss that planned it except for `cache`;
@@ -55,6 +56,10 @@ struct ServiceCounters {
   int64_t flight_followers = 0;  // calls that waited for an identical one
   PlanCacheCounters cache;       // the in-process cache
   std::optional<RedisCounters> redis;  // the Redis cache, when configured
+
+  // Returns every field as "name=value", the caches' after "cache:" and
+  // "redis:".
+  std::string ToString() const;
 };
 
 class MemoryPlannerService final
@@ -66,9 +71,10 @@ class MemoryPlannerService final
     // Bytes the in-process cache may hold (server/plan_cache.h); 0: none
     // (single flight still merges identical calls in flight).
     int64_t cache_bytes = int64_t{256} << 20;
-    // Threads that parse, plan and wait for Redis (cache misses); calls
-    // beyond them wait in order. At least 1.
-    int worker_threads = 64;
+    // Threads that parse, plan and ask Redis (cache misses); work beyond
+    // them waits in order. Calls waiting for an identical call's plan hold
+    // none. At least 1.
+    int worker_threads = 2;
     // The shared Redis cache; unset: none.
     std::optional<RedisOptions> redis;
   };
@@ -132,29 +138,32 @@ class MemoryPlannerService final
     v1::PlanMemoryResponse response;
     bool storable = true;
   };
-  // Where a call's plan came from: the stored response and its status.
-  struct Found {
-    std::shared_ptr<const std::string> response;  // `cache` unset
-    v1::CacheStatus cache = v1::CACHE_STATUS_MISS;
+  // A parsed request the cache did not answer: what its call needs to
+  // lead or follow a flight.
+  struct Miss {
+    ResolvedRequest resolved;
+    std::string graph_hash;  // 32 hex characters
+    Digest key;              // the graph hash's digest
   };
 
   // Plans `resolved` (graph hash `graph_hash`) under `call`; PlanRequest's
   // errors but INVALID_ARGUMENT for the request itself.
   absl::StatusOr<Planned> PlanNow(const ResolvedRequest& resolved,
-                               const std::string& graph_hash,
-                               const PlanContext& call) const;
-  // PlanMemory's slow path, on a worker thread.
-  void Answer(Call& call, const grpc::ByteBuffer& request, Digest digest);
-  // Returns the plan of `resolved` from the cache, an identical call in
-  // flight, Redis or the planner, in that order (steps 2 of the file
-  // comment).
-  absl::StatusOr<Found> Resolve(const ResolvedRequest& resolved,
-                                const std::string& graph_hash, Digest key,
-                                const PlanContext& call);
-  // Leads the flight of `key`: Redis, else the planner.
-  FlightOutcome Lead(const ResolvedRequest& resolved,
-                     const std::string& graph_hash, Digest key,
-                     const PlanContext& call);
+                                  const std::string& graph_hash,
+                                  const PlanContext& call) const;
+  // PlanMemory's slow path, on a worker thread: parse, resolve, hash,
+  // record the alias, then Pursue.
+  void Answer(Call* call, const grpc::ByteBuffer& request, Digest digest);
+  // On a worker thread: answers `call` from the cache, or follows the
+  // flight of its graph (the landing answers it), or leads it: Redis, else
+  // the planner.
+  void Pursue(Call* call, std::shared_ptr<const Miss> miss);
+  // On the leader's thread: answers follower `call` with `outcome`, or
+  // sends it back to Pursue when the outcome says to retry.
+  void Follow(Call* call, std::shared_ptr<const Miss> miss,
+              const FlightOutcome& outcome);
+  // Leads the flight of `miss`: Redis, else the planner; stores the plan.
+  FlightOutcome Lead(const Miss& miss, const PlanContext& call);
   // Counts a PlanMemory response of `cache` status.
   void Count(v1::CacheStatus cache);
 

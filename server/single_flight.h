@@ -1,10 +1,13 @@
 // Single flight: concurrent identical cold requests (same graph hash) share
 // one planning run. The first caller of a key leads: it plans and lands the
 // flight with its outcome; callers that arrive while it plans follow: they
-// wait for that outcome instead of planning.
+// leave a waiter that the landing calls with the outcome, and hold no
+// thread meanwhile.
 #ifndef MEMPLAN_SERVER_SINGLE_FLIGHT_H_
 #define MEMPLAN_SERVER_SINGLE_FLIGHT_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -12,8 +15,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
-#include "absl/time/time.h"
 #include "memplan/v1/memory_planner.pb.h"
 #include "server/plan_cache.h"
 
@@ -25,7 +26,8 @@ struct FlightOutcome {
   absl::Status status;
   // The serialized response, `cache` unset; null unless status is OK.
   std::shared_ptr<const std::string> response;
-  // Where the leader found the plan: MISS (planned) or REDIS.
+  // Where the leader found the plan: MISS (planned), REDIS, or LOCAL (a
+  // leader that found it in the cache after all).
   v1::CacheStatus source = v1::CACHE_STATUS_MISS;
   // Followers must not use this outcome but try again themselves: the
   // leader's deadline or cancellation ended its run (DEADLINE_EXCEEDED,
@@ -36,37 +38,44 @@ struct FlightOutcome {
 
 class SingleFlight {
  public:
-  // One planning run that followers may wait for.
-  class Flight {
-   public:
-    // Waits until the flight has landed or `deadline` has passed. Returns
-    // the outcome, or nullptr at the deadline.
-    const FlightOutcome* Wait(absl::Time deadline) const;
-
-   private:
-    friend class SingleFlight;
-    absl::Notification landed_;
-    FlightOutcome outcome_;  // written once, before landed_ is notified
-  };
+  // Called once with the outcome of the flight it waits for, on the
+  // leader's thread after Land; must be quick.
+  using Waiter = std::function<void(const FlightOutcome&)>;
 
   // A caller's place in the flight of its key.
   struct Ticket {
-    std::shared_ptr<Flight> flight;
-    bool leader = false;  // this caller must run and then Land
+    bool leader = false;  // the caller must run and then Land
+    uint64_t waiter = 0;  // a follower's waiter, for Leave
   };
 
-  // Returns the flight in progress for `key` (leader false), or starts one
-  // that the caller leads (leader true).
-  Ticket Join(Digest key);
+  // Starts a flight of `key` that the caller leads, or, if one is in
+  // progress, queues `waiter` on it (it is then called by Land, unless
+  // taken back by Leave first).
+  Ticket Join(Digest key, Waiter waiter);
 
-  // Ends the flight `ticket` leads: followers waiting or still to Wait see
-  // `outcome`, and the next Join of `key` starts a new flight.
-  void Land(Digest key, const Ticket& ticket, FlightOutcome outcome);
+  // Takes follower `waiter` of `key` back (e.g. its call was cancelled).
+  // Returns true if it was queued and will not be called; false if the
+  // flight has landed (it is being or has been called).
+  bool Leave(Digest key, uint64_t waiter);
+
+  // Ends the flight of `key` that the caller leads: calls every waiter
+  // still queued with `outcome`, in the order they joined. The next Join of
+  // `key` starts a new flight.
+  void Land(Digest key, const FlightOutcome& outcome);
+
+  // Returns the number of waiters queued now, over all flights.
+  int64_t waiting() const;
 
  private:
-  absl::Mutex mutex_;
-  absl::flat_hash_map<Digest, std::shared_ptr<Flight>> flights_
-      ABSL_GUARDED_BY(mutex_);
+  struct Flight {
+    // Followers by their id; ids grow, so this is also the order they
+    // joined in.
+    std::vector<std::pair<uint64_t, Waiter>> waiters;
+  };
+
+  mutable absl::Mutex mutex_;
+  absl::flat_hash_map<Digest, Flight> flights_ ABSL_GUARDED_BY(mutex_);
+  uint64_t next_waiter_ ABSL_GUARDED_BY(mutex_) = 1;
 };
 
 }  // namespace memplan

@@ -8,9 +8,13 @@
 #
 #   hits      cache hits: a 293-buffer corpus graph, 16 calls in flight,
 #             SECONDS (default 10) after 1,000 warm-up calls;
-#   cold      a cold 1,042-buffer graph (idealloc's somas_tensors_resnet50),
-#             strategy inductor, one call at a time, 300 distinct graphs
-#             (every call a MISS), plus the corpus graph of 392 buffers;
+#   cold      cold graphs, strategy inductor, one call at a time, 300
+#             distinct graphs each (every call a MISS): 986 buffers made of
+#             three corpus training graphs one after the other in time
+#             (resnet50 forward and backward, vit_b_16 backward), idealloc's
+#             trace somas_tensors_resnet50 (1,042 buffers), and the largest
+#             corpus graph (392 buffers); then memplan-miss-bench's
+#             split of a miss's time on those graphs;
 #   distinct  1,000,000 distinct small graphs (21 buffers) through a 64 MiB
 #             cache, 16 in flight: every call a MISS, the cache evicting.
 set -euo pipefail
@@ -79,11 +83,37 @@ run_hits() {
   stop_server
 }
 
+# corpus_concat OUT FILE...: writes the corpus graphs FILE... one after the
+# other in time as one MiniMalloc CSV (id,lower,upper,size).
+corpus_concat() {
+  local out="$1"
+  shift
+  /usr/bin/python3 - "$out" "$@" <<'PYTHON'
+import json, sys
+rows, offset = [], 0
+for path in sys.argv[2:]:
+    buffers = json.load(open(path))["buffers"]
+    for b in buffers:
+        rows.append((len(rows), b["begin"] + offset, b["end"] + offset, b["size"]))
+    offset += max(b["end"] for b in buffers) + 1
+with open(sys.argv[1], "w") as out:
+    out.write("id,lower,upper,size\n")
+    out.writelines("%d,%d,%d,%d\n" % row for row in rows)
+PYTHON
+}
+
 run_cold() {
   echo "== cold graphs: strategy inductor, 1 in flight, every call a miss"
+  local concatenated
+  concatenated="$(mktemp --suffix=.csv)"
+  corpus_concat "$concatenated" \
+    "$corpus/resnet50_train.forward.intermediates.json" \
+    "$corpus/resnet50_train.backward.intermediates.json" \
+    "$corpus/vit_b_16_train.backward.intermediates.json"
   start_server
   local file out before
-  for file in "$benchmarks/idealloc/somas_tensors_resnet50.csv" \
+  for file in "$concatenated" \
+      "$benchmarks/idealloc/somas_tensors_resnet50.csv" \
       "$corpus/resnet50_train.forward.intermediates.json"; do
     before="$(cpu_seconds "$server_pid")"
     out="$("$build/client/memplan" loadtest --server="$address" \
@@ -92,6 +122,12 @@ run_cold() {
     report_server "$(calls_of "$out")" "$before"
   done
   stop_server
+  echo "== where a miss's time goes, in process"
+  "$build/tests/bench/memplan-miss-bench" "$concatenated" \
+    "$benchmarks/idealloc/somas_tensors_resnet50.csv" \
+    "$corpus/resnet50_train.forward.intermediates.json" \
+    "$corpus/resnet50_train.backward.intermediates.json" \
+    "$corpus/vit_b_16_train.backward.intermediates.json"
 }
 
 run_distinct() {

@@ -306,6 +306,29 @@ TEST_F(EndToEndTest, LoadTestChecksEveryCall) {
   EXPECT_THAT(refused.out, HasSubstr("RESOURCE_EXHAUSTED"));
 }
 
+// The body h2load sends: one gRPC message, the 5-byte prefix (not
+// compressed, big-endian length) and the request with the flags applied.
+TEST_F(EndToEndTest, FrameWritesOneGrpcMessage) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
+  const RunResult run = RunToExit({kCliBinary, "frame", "--strategy=inductor",
+                                   file});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_GT(run.out.size(), 5u);
+  const std::string message = run.out.substr(5);
+  const auto byte = [&](int i) {
+    return static_cast<uint32_t>(static_cast<unsigned char>(run.out[i]));
+  };
+  EXPECT_EQ(byte(0), 0u);
+  EXPECT_EQ(byte(1) << 24 | byte(2) << 16 | byte(3) << 8 | byte(4),
+            message.size());
+  v1::PlanMemoryRequest request;
+  ASSERT_TRUE(request.ParseFromString(message));
+  EXPECT_EQ(request.options().strategy(), v1::STRATEGY_INDUCTOR);
+  EXPECT_EQ(request.buffers_size(), 21);
+  EXPECT_EQ(RunToExit({kCliBinary, "frame"}).exit_code, 2);
+}
+
 TEST_F(EndToEndTest, HealthIsServing) {
   const RunResult run = Memplan({"health"});
   EXPECT_EQ(run.exit_code, 0) << run.err;

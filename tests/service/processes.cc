@@ -13,10 +13,9 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
-#include "absl/strings/match.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -76,6 +75,16 @@ RunResult RunToExit(const std::vector<std::string>& argv) {
   return result;
 }
 
+bool Eventually(const std::function<bool()>& condition,
+                absl::Duration limit) {
+  const absl::Time give_up = absl::Now() + limit;
+  while (!condition()) {
+    if (absl::Now() > give_up) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return true;
+}
+
 int FreeLoopbackPort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return 0;
@@ -93,6 +102,35 @@ int FreeLoopbackPort() {
   return port;
 }
 
+namespace {
+
+// Waits up to 30 s until the file at `path`, the log of process `pid`
+// (`what`), has a line that contains `marker`, and returns that line from
+// the marker on. Returns INTERNAL with the log when the process exits
+// first (`pid` becomes -1), DEADLINE_EXCEEDED with it at the limit.
+absl::StatusOr<std::string> AwaitLine(pid_t& pid, const std::string& path,
+                                      absl::string_view marker,
+                                      absl::string_view what) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < give_up) {
+    for (absl::string_view line : absl::StrSplit(ReadAll(path), '\n')) {
+      const size_t at = line.find(marker);
+      if (at != absl::string_view::npos) return std::string(line.substr(at));
+    }
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      return absl::InternalError(
+          absl::StrCat(what, " exited: ", ReadAll(path)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat(what, " did not start: ", ReadAll(path)));
+}
+
+}  // namespace
+
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
@@ -107,25 +145,12 @@ absl::Status ServerProcess::Start(const std::string& binary,
   argv.insert(argv.end(), flags.begin(), flags.end());
   pid_ = Spawn(argv, "/dev/null", stderr_path_);
   if (pid_ < 0) return absl::InternalError("cannot start " + binary);
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
   constexpr absl::string_view kListening = "memplan-server listening on ";
-  while (absl::Now() < give_up) {
-    for (absl::string_view line : absl::StrSplit(ReadAll(stderr_path_), '\n')) {
-      if (absl::ConsumePrefix(&line, kListening)) {
-        address_ = std::string(line);
-        return absl::OkStatus();
-      }
-    }
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return absl::InternalError("memplan-server exited: " +
-                                 ReadAll(stderr_path_));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return absl::DeadlineExceededError("memplan-server did not start: " +
-                                     ReadAll(stderr_path_));
+  const absl::StatusOr<std::string> line =
+      AwaitLine(pid_, stderr_path_, kListening, "memplan-server");
+  if (!line.ok()) return line.status();
+  address_ = line->substr(kListening.size());
+  return absl::OkStatus();
 }
 
 int ServerProcess::Stop() {
@@ -159,21 +184,13 @@ absl::Status RedisProcess::StartOn(const std::string& binary, int port) {
                 ::testing::TempDir(), "--loglevel", "notice"},
                log_path_, log_path_);
   if (pid_ < 0) return absl::InternalError("cannot start " + binary);
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < give_up) {
-    if (absl::StrContains(ReadAll(log_path_), "Ready to accept connections")) {
-      return absl::OkStatus();
-    }
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return absl::InternalError("redis-server exited: " + ReadAll(log_path_));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
+  const absl::StatusOr<std::string> line =
+      AwaitLine(pid_, log_path_, "Ready to accept connections", "redis-server");
+  if (!line.ok()) {
+    Kill();
+    return line.status();
   }
-  Kill();
-  return absl::DeadlineExceededError("redis-server did not start: " +
-                                     ReadAll(log_path_));
+  return absl::OkStatus();
 }
 
 void RedisProcess::Kill() {

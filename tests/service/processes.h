@@ -5,10 +5,12 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 
 namespace memplan {
 
@@ -34,6 +36,11 @@ struct RunResult {
 
 // Runs `argv` to completion and returns its exit code and output.
 RunResult RunToExit(const std::vector<std::string>& argv);
+
+// Polls `condition` every 20 ms for up to `limit`; returns its last value.
+// For conditions a loaded machine may take a while to reach.
+bool Eventually(const std::function<bool()>& condition,
+                absl::Duration limit = absl::Seconds(30));
 
 // Returns a TCP port of 127.0.0.1 that was free a moment ago (bound with
 // port 0, then released), or 0.

@@ -84,17 +84,6 @@ TEST(ParseHostPortTest, AcceptsHostPortOnly) {
   }
 }
 
-// Polls `condition` every 20 ms for up to `limit`; returns its last value.
-template <typename Condition>
-bool Eventually(Condition condition, absl::Duration limit = absl::Seconds(30)) {
-  const absl::Time give_up = absl::Now() + limit;
-  while (!condition()) {
-    if (absl::Now() > give_up) return false;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return true;
-}
-
 class RedisCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {

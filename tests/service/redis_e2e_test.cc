@@ -36,17 +36,6 @@ v1::PlanMemoryRequest Graph(int extra) {
   return request;
 }
 
-// Polls `condition` every 20 ms for up to 30 s; returns its last value.
-template <typename Condition>
-bool Eventually(Condition condition) {
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (!condition()) {
-    if (absl::Now() > give_up) return false;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return true;
-}
-
 class RedisEndToEndTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -3,6 +3,7 @@
 // pinned offsets and per-buffer alignments, every malformed-request case,
 // health, deadlines, time budgets and message size limits; the plan cache:
 // hits byte-identical to misses, the byte bound, single flight, GetPlan.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <regex>
@@ -732,7 +733,7 @@ TEST_F(CacheTest, EvictionHonoursTheByteBound) {
     ASSERT_LE(counters().cache.bytes, kCacheBytes) << "after graph " << i;
   }
   const ServiceCounters counts = counters();
-  EXPECT_GT(counts.cache.evictions, 0);
+  EXPECT_GT(counts.cache.evictions, 0) << counts.ToString();
   EXPECT_LT(counts.cache.entries, 2 * kGraphs);  // plans and aliases
   EXPECT_EQ(client_->PlanMemory(request(kGraphs - 1))->cache(),
             v1::CACHE_STATUS_LOCAL);
@@ -773,11 +774,11 @@ TEST_F(CacheTest, SingleFlightPlansConcurrentIdenticalRequestsOnce) {
     EXPECT_EQ(plan.SerializeAsString(), first.SerializeAsString());
   }
   const ServiceCounters counts = counters();
-  EXPECT_EQ(counts.planner_runs, 1);
+  EXPECT_EQ(counts.planner_runs, 1) << counts.ToString();
   EXPECT_EQ(misses, 1);
   EXPECT_EQ(counts.cache_miss, 1);
   EXPECT_EQ(counts.cache_local, kCalls - 1);
-  EXPECT_GT(counts.flight_followers, 0);
+  EXPECT_GT(counts.flight_followers, 0) << counts.ToString();
 }
 
 // A call whose own deadline cuts its search short gets that plan, but it is
@@ -812,6 +813,84 @@ TEST_F(CacheTest, APlanCutShortByTheCallersDeadlineIsNotStored) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->cache(), v1::CACHE_STATUS_LOCAL);
   EXPECT_EQ(again->stats().planning_micros(), full->stats().planning_micros());
+}
+
+// A request whose optimal search runs for its whole 3 s budget.
+v1::PlanMemoryRequest SlowRequest() {
+  v1::PlanMemoryRequest request = LargeRequest(2000);
+  request.mutable_options()->set_strategy(v1::STRATEGY_OPTIMAL);
+  request.mutable_options()->mutable_time_budget()->set_seconds(3);
+  return request;
+}
+
+// Waits up to 60 s until `reached` holds; returns whether it did.
+bool Await(const std::function<bool()>& reached) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (!reached()) {
+    if (absl::Now() > give_up) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+// Waits until the server has `calls` PlanMemory calls in progress.
+bool AwaitCallsInFlight(const Server& server, int64_t calls) {
+  return Await([&] { return server.service().calls_in_flight() == calls; });
+}
+
+// Waits until the server's planner has started `runs` times: a call has
+// joined the flight of its graph as the leader and plans.
+bool AwaitPlannerRuns(const Server& server, int64_t runs) {
+  return Await([&] { return server.service().counters().planner_runs == runs; });
+}
+
+// A follower whose deadline passes while it waits leaves at once; the
+// leader goes on and its plan is stored.
+TEST_F(CacheTest, AFollowerPastItsDeadlineLeavesTheFlight) {
+  StartServer();
+  absl::StatusOr<v1::PlanMemoryResponse> led;
+  std::atomic<bool> leader_done{false};
+  std::thread leader([&] {
+    led = client_->PlanMemory(SlowRequest(), absl::Seconds(120));
+    leader_done = true;
+  });
+  ASSERT_TRUE(AwaitPlannerRuns(*server_, 1));
+  const absl::StatusOr<v1::PlanMemoryResponse> followed =
+      client_->PlanMemory(SlowRequest(), absl::Milliseconds(100));
+  EXPECT_EQ(followed.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << followed.status();
+  // The server ended the follower's call while the leader still plans.
+  EXPECT_TRUE(AwaitCallsInFlight(*server_, 1));
+  EXPECT_FALSE(leader_done.load());
+  leader.join();
+  ASSERT_TRUE(led.ok()) << led.status();
+  EXPECT_EQ(led->cache(), v1::CACHE_STATUS_MISS);
+  EXPECT_EQ(counters().flight_followers, 1);
+  EXPECT_EQ(client_->PlanMemory(SlowRequest())->cache(),
+            v1::CACHE_STATUS_LOCAL);
+  EXPECT_EQ(counters().planner_runs, 1);
+}
+
+// A leader whose own deadline ends its search does not answer its
+// followers with that plan: a follower plans itself and stores its plan.
+TEST_F(CacheTest, FollowersOfALeaderCutShortPlanThemselves) {
+  StartServer();
+  std::thread leader([&] {
+    (void)client_->PlanMemory(SlowRequest(), absl::Seconds(1));
+  });
+  ASSERT_TRUE(AwaitPlannerRuns(*server_, 1));
+  const absl::StatusOr<v1::PlanMemoryResponse> followed =
+      client_->PlanMemory(SlowRequest(), absl::Seconds(120));
+  leader.join();
+  ASSERT_TRUE(followed.ok()) << followed.status();
+  EXPECT_EQ(followed->cache(), v1::CACHE_STATUS_MISS);  // it led in the end
+  EXPECT_EQ(counters().planner_runs, 2);
+  const absl::StatusOr<v1::PlanMemoryResponse> again =
+      client_->PlanMemory(SlowRequest());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->cache(), v1::CACHE_STATUS_LOCAL);
+  EXPECT_EQ(again->stats().planning_micros(),
+            followed->stats().planning_micros());
 }
 
 TEST_F(CacheTest, GetPlanByGraphHash) {
