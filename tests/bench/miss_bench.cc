@@ -24,6 +24,8 @@
 
 ABSL_FLAG(std::string, strategy, "inductor", "the planner to time");
 ABSL_FLAG(double, min_seconds, 0.3, "how long each step is repeated, at least");
+ABSL_FLAG(bool, plan_only, false,
+          "time only the planner (to profile it, e.g. under perf record)");
 
 namespace memplan {
 namespace {
@@ -70,6 +72,12 @@ int Run(const std::vector<char*>& files) {
     const v1::PlanMemoryResponse response =
         PlanToResponse(problem, plan, info).value();
 
+    if (absl::GetFlag(FLAGS_plan_only)) {
+      std::printf("%-56s plan %.1f us\n", files[i], MedianMicros([&] {
+                    (void)planner->PlanProblem(problem, PlanContext());
+                  }));
+      continue;
+    }
     const double parse = MedianMicros([&] {
       v1::PlanMemoryRequest parsed;
       parsed.ParseFromString(bytes);
