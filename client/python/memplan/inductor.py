@@ -380,12 +380,16 @@ def _install_on(mp, client, strategy, pool_mode, send, owns_client=False):
         planned = state.original_plan(planner, lines)
         record = planner._memplan_record
         if record is not None and record["input"] == "events":
-            record["usage_agrees"] = _usage_agrees(planned, record["response"])
-            if record["usage_agrees"] is False:
-                warnings.warn(
-                    "memplan: Inductor creates or frees a pool at other lines "
-                    "than the service's first_allocation_event/last_free_event",
-                    MemplanFallbackWarning, stacklevel=2)
+            try:
+                agrees = _usage_agrees(planned, record["response"])
+            except Exception as error:  # a check, never a reason to fail
+                log.warning("memplan: cannot compare pool usage: %s", error)
+                agrees = False
+            record["usage_agrees"] = agrees
+            if agrees is False:
+                log.warning("memplan: Inductor creates or frees a pool at "
+                            "other lines than the service's "
+                            "first_allocation_event/last_free_event")
         return planned
 
     def allocate_groups(planner):
