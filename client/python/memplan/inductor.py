@@ -1,0 +1,627 @@
+"""memplan.inductor: Inductor's memory planner, with its allocation from
+memplan-server.
+
+    import torch
+    import memplan.inductor
+
+    torch._inductor.config.memory_planning = True
+    memplan.inductor.install("127.0.0.1:50051", strategy="auto")
+    compiled = torch.compile(model)   # its wrapper's pools are the service's
+    print(memplan.inductor.stats())
+
+With torch._inductor.config.memory_planning on, Inductor plans the memory of
+each inference graph's wrapper with torch/_inductor/codegen/memory_planning.py
+(torch 2.11): MemoryPlanner.plan(lines) runs drop_removed_buffers,
+convert_to_pool_lines, compute_live_ranges, allocate_groups and
+mark_first_last_usage. install() replaces only the allocation step,
+allocate_groups: Inductor still forms its buffer groups and live ranges, and
+still writes the pool create / alloc_from_pool / free lines itself, but the
+pools and offsets it writes are the service's:
+
+  1. Each buffer group gets Inductor's own Allocation (group.make_allocation:
+     size hint and symbolic size in bytes).
+  2. The hook sends the wrapper's lines as `events` (ALLOCATE, FREE_IF_NOT_
+     REUSED, REUSE, OTHER, ENTER_/EXIT_SUBGRAPH, with V.graph's output names
+     and removed buffers), so the service derives the groups and live ranges
+     itself; where a line has no event kind (a memory-planning line other than
+     those, e.g. ReinterpretLine), or with send="buffers", it sends Inductor's
+     groups as `buffers` with their live ranges instead.
+  3. From the response it builds Inductor's AllocationPool objects, one per
+     service pool, named as the service named them (pool0, ...), sized by
+     the service, each Allocation finalized at the service's offset; Inductor's
+     codegen then emits exactly those pools and offsets.
+  4. With events, it checks that Inductor's mark_first_last_usage creates and
+     frees each pool at the events the service named (first_allocation_event,
+     last_free_event); stats() reports the outcome.
+
+When the service cannot be reached, answers with an error, or gives an
+answer the hook cannot use (groups that differ from Inductor's; symbolic
+buffer sizes under dynamic shapes without symbolic pool sizes and offsets in
+the response), the hook warns (MemplanFallbackWarning) and runs Inductor's
+own allocate_groups for that graph.
+
+The torch-free pieces (events_from_lines, buffers_from_groups,
+read_placement, parse_symbolic) take Inductor's objects by duck typing, so
+they can be tested without torch.
+"""
+
+import logging
+import re
+import threading
+import warnings
+
+from memplan.client import MemplanClient, pb
+from memplan.client import pool_mode as pool_mode_value
+from memplan.client import strategy as strategy_value
+
+__all__ = [
+    "install", "uninstall", "stats", "reset_stats", "MemplanFallbackWarning",
+    "events_from_lines", "buffers_from_groups", "read_placement",
+    "parse_symbolic", "line_kind",
+]
+
+log = logging.getLogger(__name__)
+
+
+class MemplanFallbackWarning(UserWarning):
+    """Inductor planned a graph's memory itself: the service could not."""
+
+
+class HookError(Exception):
+    """The service's answer cannot be used for this graph."""
+
+
+_state = None          # _Installed while install() is in effect
+_records = []          # one dict per planned graph, see stats()
+_records_lock = threading.Lock()
+
+
+# --- Inductor's lines as events --------------------------------------------
+
+# Wrapper line classes (torch/_inductor/codegen/wrapper.py) by name, as
+# Inductor's isinstance checks see them: a subclass counts as its base.
+_LINE_KINDS = (
+    ("AllocateLine", pb.EVENT_KIND_ALLOCATE),
+    ("FreeIfNotReusedLine", pb.EVENT_KIND_FREE_IF_NOT_REUSED),
+    ("ReuseLine", pb.EVENT_KIND_REUSE),
+    ("EnterSubgraphLine", pb.EVENT_KIND_ENTER_SUBGRAPH),
+    ("ExitSubgraphLine", pb.EVENT_KIND_EXIT_SUBGRAPH),
+)
+
+
+def line_kind(line):
+    """Returns the pb.EventKind of one wrapper line, or None for a
+    MemoryPlanningLine that is none of Allocate/FreeIfNotReused/Reuse (e.g.
+    NullLine, ReinterpretLine): Inductor counts those in a timestep's run of
+    memory-planning lines, which no event kind expresses. Any other line (a
+    kernel call, a plain string) is EVENT_KIND_OTHER: it separates runs."""
+    class_names = {cls.__name__ for cls in type(line).__mro__}
+    for class_name, kind in _LINE_KINDS:
+        if class_name in class_names:
+            return kind
+    if "MemoryPlanningLine" in class_names:
+        return None
+    return pb.EVENT_KIND_OTHER
+
+
+def events_from_lines(lines, allocations, removed_buffers=()):
+    """Returns one pb.Event per wrapper line, in order (events[i] is
+    lines[i]), or None when a line has no event kind (see line_kind).
+
+    allocations: buffer name -> Inductor Allocation of the group it allocates
+    (size_hint bytes, symbolic_size, device, node.get_dtype(),
+    earliest_available); an ALLOCATE line of a buffer in removed_buffers may
+    be missing from it (its size is sent as 0: the service drops the line).
+    """
+    events = []
+    for line in lines:
+        kind = line_kind(line)
+        if kind is None:
+            return None
+        event = pb.Event(kind=kind)
+        if kind == pb.EVENT_KIND_ALLOCATE:
+            name = line.node.get_name()
+            event.name = name
+            allocation = allocations.get(name)
+            if allocation is None:
+                if name not in removed_buffers:
+                    raise HookError(f"AllocateLine of {name} has no buffer "
+                                    f"group")
+                event.size_bytes = 0
+            else:
+                _describe_allocation(event, allocation)
+        elif kind == pb.EVENT_KIND_FREE_IF_NOT_REUSED:
+            event.name = line.node.get_name()
+        elif kind == pb.EVENT_KIND_REUSE:
+            event.name = line.node.get_name()
+            event.reused_as = line.reused_as.get_name()
+        events.append(event)
+    return events
+
+
+def _describe_allocation(message, allocation):
+    """Fills size_bytes, symbolic_size, device, dtype and
+    size_is_data_dependent of a pb.Event or pb.Buffer from an Inductor
+    Allocation."""
+    message.size_bytes = int(allocation.size_hint)
+    message.symbolic_size = str(allocation.symbolic_size)
+    message.device = str(allocation.device)
+    message.dtype = str(allocation.node.get_dtype())
+    # Inductor sets earliest_available for sizes with unbacked symbols.
+    message.size_is_data_dependent = (
+        getattr(allocation, "earliest_available", None) is not None)
+
+
+def buffers_from_groups(groups):
+    """Returns one pb.Buffer per Inductor BufferGroup, in order: its names,
+    its allocation's size and labels, its live range (Inductor's LiveRange
+    numbers, read as the half-open [begin, end)) and is_output. Every group
+    must have its allocation (group.make_allocation())."""
+    buffers = []
+    for group in groups:
+        buffer = pb.Buffer(
+            names=list(group.names), is_output=bool(group.is_output),
+            live_range=pb.LiveRange(begin=int(group.live_range.begin),
+                                    end=int(group.live_range.end)))
+        _describe_allocation(buffer, group.allocation)
+        buffers.append(buffer)
+    return buffers
+
+
+# --- The service's answer ---------------------------------------------------
+
+class Placement:
+    """The service's plan for one graph, checked against Inductor's groups.
+
+    pools: per response pool, (name, device, size_bytes, symbolic_size or "").
+    offsets: per buffer group, in Inductor's order, (pool index, offset in
+      bytes, symbolic_offset or "").
+    """
+
+    def __init__(self, pools, offsets):
+        self.pools = pools
+        self.offsets = offsets
+
+
+def read_placement(response, group_names, group_devices, allocate_lines=None):
+    """Returns the Placement of `response` for Inductor's groups.
+
+    group_names: per group, its names (the allocating one first);
+    group_devices: per group, str(device). allocate_lines: with a request of
+    events, the index of each group's ALLOCATE line (= event); the response's
+    Assignment.allocation_event must match it, which proves the service
+    formed Inductor's groups in Inductor's order.
+    Raises HookError when the response does not fit the groups.
+    """
+    if len(response.assignments) != len(group_names):
+        raise HookError(f"the service returned {len(response.assignments)} "
+                        f"assignments for {len(group_names)} buffer groups")
+    pool_index = {pool.name: i for i, pool in enumerate(response.pools)}
+    pools = [(pool.name, pool.device, pool.size_bytes,
+              getattr(pool, "symbolic_size", "")) for pool in response.pools]
+    offsets = []
+    for i, assignment in enumerate(response.assignments):
+        name = group_names[i][0]
+        if allocate_lines is not None:
+            event = (assignment.allocation_event
+                     if assignment.HasField("allocation_event") else None)
+            if event != allocate_lines[i]:
+                raise HookError(
+                    f"the service's group {i} is allocated at event {event}, "
+                    f"Inductor's ({name}) at line {allocate_lines[i]}")
+        if assignment.pool not in pool_index:
+            raise HookError(f"{name}: unknown pool {assignment.pool!r}")
+        index = pool_index[assignment.pool]
+        if pools[index][1] != group_devices[i]:
+            raise HookError(f"{name} on {group_devices[i]} assigned to "
+                            f"{assignment.pool} on {pools[index][1]}")
+        offsets.append((index, assignment.offset,
+                        getattr(assignment, "symbolic_offset", "")))
+    return Placement(pools, offsets)
+
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|(//|[-+*/(),]))")
+
+# Functions that may appear in a symbolic size or offset, as Inductor and
+# sympy print them.
+SYMBOLIC_FUNCTIONS = ("Max", "Min", "FloorDiv", "CeilDiv", "ModularIndexing",
+                      "Mod", "PythonMod", "ceiling", "floor", "align")
+
+
+def symbolic_tokens(text, symbols):
+    """Checks that `text` is an arithmetic expression over integers, the
+    names in `symbols` and SYMBOLIC_FUNCTIONS, and returns the names it uses.
+    Raises HookError naming the first character or name that is not allowed
+    (the text is evaluated by sympy, so nothing else may reach it)."""
+    names = []
+    position = 0
+    text = text.rstrip()
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if not match:
+            raise HookError(f"symbolic expression {text!r}: unexpected "
+                            f"character at position {position}")
+        name = match.group(2)
+        if name is not None:
+            if name not in symbols and name not in SYMBOLIC_FUNCTIONS:
+                raise HookError(f"symbolic expression {text!r}: unknown name "
+                                f"{name!r}")
+            names.append(name)
+        position = match.end()
+    if not text:
+        raise HookError("empty symbolic expression")
+    return names
+
+
+def parse_symbolic(text, symbols, functions):
+    """Returns the sympy expression of `text` (a symbolic size or offset from
+    the service), with Inductor's own symbol objects (`symbols`: name ->
+    sympy.Symbol) and functions (`functions`: name -> sympy function).
+    Raises HookError for a text symbolic_tokens refuses."""
+    symbolic_tokens(text, symbols)
+    import sympy
+    return sympy.sympify(text, locals={**functions, **symbols})
+
+
+def _sympy_functions():
+    """Inductor's sympy functions by their printed names."""
+    import sympy
+    from torch.utils._sympy import functions as torch_functions
+    from torch._inductor import utils as inductor_utils
+    table = {"ceiling": sympy.ceiling, "floor": sympy.floor, "Mod": sympy.Mod,
+             "align": inductor_utils.align}
+    for name in SYMBOLIC_FUNCTIONS:
+        if name not in table and hasattr(torch_functions, name):
+            table[name] = getattr(torch_functions, name)
+    return table
+
+
+# --- Inductor's pool objects -----------------------------------------------
+
+class PoolRoot:
+    """The root of one pool the service planned, in place of Inductor's
+    TemporalSplit tree: what AllocationPool reads of its root (live ranges
+    for mark_first_last_usage, the size for codegen_create, finalize to set
+    each Allocation's pool and offset)."""
+
+    def __init__(self, size_hint, symbolic_size, make_live_ranges):
+        self.size_hint = size_hint          # bytes
+        self.symbolic_size = symbolic_size  # sympy expression of the bytes
+        self._make_live_ranges = make_live_ranges  # Inductor's LiveRanges
+        self.placed = []  # (Allocation, offset expression in bytes)
+        # codegen_create looks here for one buffer as large as the whole pool
+        # to type the pool's tensor after it; none here, so every pool is
+        # created as size bytes of uint8.
+        self.allocations = []
+
+    def place(self, allocation, offset):
+        self.placed.append((allocation, offset))
+
+    def get_live_ranges(self):
+        return self._make_live_ranges([a.live_range for a, _ in self.placed])
+
+    def get_size_hint(self):
+        return self.size_hint
+
+    def get_symbolic_size(self):
+        return self.symbolic_size
+
+    def finalize(self, pool, offset):
+        for allocation, placed_offset in self.placed:
+            allocation.finalize(pool, offset + placed_offset)
+        return self
+
+    def is_empty(self):
+        return not self.placed
+
+    def allocate(self, block, is_last):
+        return False  # the service's pools take no more buffers
+
+
+# --- The hook ----------------------------------------------------------------
+
+class _Installed:
+    def __init__(self, mp, client, owns_client, strategy, pool_mode, send):
+        self.mp = mp
+        self.client = client
+        self.owns_client = owns_client  # closed by uninstall()
+        self.strategy = strategy
+        self.pool_mode = pool_mode
+        self.send = send
+        planner = mp.MemoryPlanner
+        self.original_plan = planner.plan
+        self.original_allocate_groups = planner.allocate_groups
+        base = getattr(mp, "AllocationTreeNode", object)
+        self.root_class = type("MemplanPoolRoot", (PoolRoot, base), {})
+
+
+def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
+            timeout=10.0, retries=2, backoff=0.05, send="events",
+            client=None):
+    """Makes Inductor's MemoryPlanner take its pools and offsets from the
+    memplan-server at `target` (see the module's doc), until uninstall().
+
+    strategy: "auto", "inductor", "best_fit", "optimal" (the service's).
+    pool_mode: "none", "intermediates", "outputs" or "combined"; None: read
+      torch._inductor.config.memory_pool at each graph. When given, Inductor's
+      own planner uses it too when it falls back.
+    timeout: seconds one graph's plan may take, retries included; retries,
+      backoff: as MemplanClient's (UNAVAILABLE only).
+    send: "events" (Inductor's wrapper lines) or "buffers" (its groups with
+      live ranges).
+    client: a MemplanClient to use instead of one made from target (the
+      caller closes it; uninstall() closes only one install made).
+    Raises ValueError for an unknown strategy, pool mode or send; ImportError
+    without torch. Memory planning itself stays off unless
+    torch._inductor.config.memory_planning is True.
+    """
+    from torch._inductor.codegen import memory_planning as mp
+    strategy_value(strategy)
+    pool_mode_value(pool_mode)
+    if send not in ("events", "buffers"):
+        raise ValueError(f"send must be 'events' or 'buffers', not {send!r}")
+    owns_client = client is None
+    if owns_client:
+        client = MemplanClient(target, timeout=timeout, retries=retries,
+                               backoff=backoff)
+    _install_on(mp, client, strategy, pool_mode, send, owns_client)
+
+
+def _install_on(mp, client, strategy, pool_mode, send, owns_client=False):
+    """install() on the memory_planning module `mp` (tests hand in a fake)."""
+    global _state
+    if _state is not None:
+        uninstall()
+    state = _Installed(mp, client, owns_client, strategy, pool_mode, send)
+
+    def plan(planner, lines):
+        planner._memplan_lines = [*lines]
+        planner._memplan_record = None
+        planned = state.original_plan(planner, lines)
+        record = planner._memplan_record
+        if record is not None and record["input"] == "events":
+            try:
+                agrees = _usage_agrees(planned, record["response"])
+            except Exception as error:  # a check, never a reason to fail
+                log.warning("memplan: cannot compare pool usage: %s", error)
+                agrees = False
+            record["usage_agrees"] = agrees
+            if agrees is False:
+                log.warning("memplan: Inductor creates or frees a pool at "
+                            "other lines than the service's "
+                            "first_allocation_event/last_free_event")
+        return planned
+
+    def allocate_groups(planner):
+        _allocate_groups(state, planner)
+
+    mp.MemoryPlanner.plan = plan
+    mp.MemoryPlanner.allocate_groups = allocate_groups
+    _state = state
+
+
+def uninstall():
+    """Gives Inductor its own MemoryPlanner back. Does nothing when the hook
+    is not installed."""
+    global _state
+    if _state is None:
+        return
+    _state.mp.MemoryPlanner.plan = _state.original_plan
+    _state.mp.MemoryPlanner.allocate_groups = _state.original_allocate_groups
+    if _state.owns_client:
+        _state.client.close()
+    _state = None
+
+
+def stats():
+    """Returns what the hook did since install or reset_stats():
+    {"service_plans": graphs whose pools came from the service,
+     "fallbacks": graphs Inductor planned itself,
+     "graphs": per graph, in order, a dict with "source" ("service" or
+       "inductor"), "buffer_groups", "pools" ([(name, device, bytes)]),
+       "total_pool_bytes"; for the service also "graph_hash", "input"
+       ("events"/"buffers"), "planner", "lower_bound_bytes", "peak_bytes",
+       "cache", "usage_agrees" (events: Inductor's pool create/free lines are
+       at the service's events), "request", "buffers_request" (the same
+       graph as buffers, from Inductor's groups) and "response"; for a
+       fallback "reason"}."""
+    with _records_lock:
+        graphs = [dict(record) for record in _records]
+    return {
+        "service_plans": sum(r["source"] == "service" for r in graphs),
+        "fallbacks": sum(r["source"] == "inductor" for r in graphs),
+        "graphs": graphs,
+    }
+
+
+def reset_stats():
+    """Forgets the graphs stats() reports."""
+    with _records_lock:
+        _records.clear()
+
+
+def _record(record):
+    with _records_lock:
+        _records.append(record)
+
+
+def _allocate_groups(state, planner):
+    """MemoryPlanner.allocate_groups, from the service; Inductor's own when
+    the service cannot plan the graph."""
+    if not planner.buffer_groups:
+        state.original_allocate_groups(planner)
+        return
+    try:
+        record = _allocate_from_service(state, planner)
+    except Exception as error:  # any failure: Inductor plans, with a warning
+        reason = f"{type(error).__name__}: {error}"
+        _discard_allocation(state, planner)
+        warnings.warn(f"memplan: {reason}; Inductor plans this graph's memory "
+                      f"itself", MemplanFallbackWarning, stacklevel=3)
+        _run_inductor_planner(state, planner)
+        _record({"source": "inductor", "reason": reason,
+                 "buffer_groups": len(planner.buffer_groups),
+                 **_pool_summary(planner)})
+        return
+    planner._memplan_record = record
+    _record(record)
+
+
+def _run_inductor_planner(state, planner):
+    if state.pool_mode is None or not hasattr(state.mp.config, "patch"):
+        state.original_allocate_groups(planner)
+        return
+    with state.mp.config.patch(memory_pool=state.pool_mode):
+        state.original_allocate_groups(planner)
+
+
+def _discard_allocation(state, planner):
+    """Undoes a partial _allocate_from_service, so Inductor can allocate."""
+    for group in planner.buffer_groups:
+        group.allocation = None
+    planner.pools = state.mp.AllocationPools()
+
+
+def _pool_summary(planner):
+    pools = [(pool.name, str(pool.device), int(pool.root.get_size_hint()))
+             for pools in planner.pools.device_to_pools.values()
+             for pool in pools]
+    return {"pools": pools, "total_pool_bytes": sum(p[2] for p in pools)}
+
+
+def _allocate_from_service(state, planner):
+    mp = state.mp
+    groups = planner.buffer_groups
+    for group in groups:
+        group.make_allocation()
+    allocations = [group.allocation for group in groups]
+    pool_mode = state.pool_mode or mp.config.memory_pool
+    options = pb.PlanOptions(strategy=strategy_value(state.strategy),
+                             pool_mode=pool_mode_value(pool_mode))
+    buffers_request = pb.PlanMemoryRequest(
+        buffers=buffers_from_groups(groups), options=options)
+
+    request, allocate_lines = buffers_request, None
+    lines = getattr(planner, "_memplan_lines", None)
+    if state.send == "events" and lines is not None:
+        events_request, allocate_lines = _events_request(mp, lines, groups,
+                                                         options)
+        if events_request is not None:
+            request = events_request
+    response = state.client.plan(request)
+
+    placement = read_placement(
+        response, [group.names for group in groups],
+        [str(allocation.device) for allocation in allocations],
+        allocate_lines if request is not buffers_request else None)
+    sizes, offsets = _expressions(placement, allocations)
+    _build_pools(state, planner, placement, allocations, sizes, offsets)
+    return {
+        "source": "service",
+        "input": "buffers" if request is buffers_request else "events",
+        "graph_hash": response.graph_hash,
+        "buffer_groups": len(groups),
+        "pools": [(name, device, size)
+                  for name, device, size, _ in placement.pools],
+        "total_pool_bytes": response.stats.total_pool_bytes,
+        "lower_bound_bytes": response.stats.lower_bound_bytes,
+        "peak_bytes": response.stats.peak_bytes,
+        "planner": response.stats.planner,
+        "cache": pb.CacheStatus.Name(response.cache),
+        "strategy": state.strategy, "pool_mode": pool_mode,
+        "usage_agrees": None,
+        "request": request, "buffers_request": buffers_request,
+        "response": response,
+    }
+
+
+def _events_request(mp, lines, groups, options):
+    """The graph as events, and each group's ALLOCATE line; (None, None) when
+    a line has no event kind."""
+    removed = set(mp.V.graph.removed_buffers)
+    allocations = {group.names[0]: group.allocation for group in groups}
+    events = events_from_lines(lines, allocations, removed)
+    if events is None:
+        log.info("memplan: a wrapper line has no event kind; sending buffer "
+                 "groups")
+        return None, None
+    line_of = {event.name: i for i, event in enumerate(events)
+               if event.kind == pb.EVENT_KIND_ALLOCATE}
+    named = {event.name for event in events if event.name}
+    request = pb.PlanMemoryRequest(
+        events=events, options=options,
+        output_names=[str(name) for name in mp.V.graph.get_output_names()],
+        removed_buffers=sorted(named & {str(name) for name in removed}))
+    return request, [line_of[group.names[0]] for group in groups]
+
+
+def _expressions(placement, allocations):
+    """Sympy expressions of the pools' sizes and the groups' offsets: the
+    integers, or, when a buffer's size is symbolic (dynamic shapes), the
+    service's symbolic_size / symbolic_offset (HookError without them)."""
+    import sympy
+    symbols = {}
+    for allocation in allocations:
+        for symbol in getattr(allocation.symbolic_size, "free_symbols", ()):
+            symbols[str(symbol)] = symbol
+    if not symbols:
+        return ([sympy.Integer(size) for _, _, size, _ in placement.pools],
+                [sympy.Integer(offset) for _, offset, _ in placement.offsets])
+    texts = [text for *_, text in placement.pools]
+    texts += [text for *_, text in placement.offsets]
+    if not all(texts):
+        raise HookError("buffer sizes are symbolic (dynamic shapes) and the "
+                        "service returned no symbolic pool sizes and offsets")
+    functions = _sympy_functions()
+    sizes = [parse_symbolic(text, symbols, functions)
+             for *_, text in placement.pools]
+    offsets = [parse_symbolic(text, symbols, functions)
+               for *_, text in placement.offsets]
+    return sizes, offsets
+
+
+def _build_pools(state, planner, placement, allocations, sizes, offsets):
+    """Inductor's AllocationPools holding the service's pools."""
+    mp = state.mp
+    roots = [state.root_class(size_bytes, sizes[i], mp.LiveRanges)
+             for i, (_, _, size_bytes, _) in enumerate(placement.pools)]
+    devices = [None] * len(roots)
+    for allocation, (index, _, _), offset in zip(allocations,
+                                                  placement.offsets, offsets):
+        roots[index].place(allocation, offset)
+        devices[index] = allocation.device
+        allocation.mark_allocated()
+    pools = planner.pools
+    for (name, _, _, _), root, device in zip(placement.pools, roots, devices):
+        if device is None:
+            raise HookError(f"the service's {name} holds no buffer")
+        pool = mp.AllocationPool(device=device, root=root, can_expand=False)
+        pools.device_to_pools.setdefault(device, []).append(pool)
+        pool.finalize(name)
+
+
+def _usage_agrees(lines, response):
+    """Whether Inductor's mark_first_last_usage created and freed each pool
+    at the events the service named (lines and events correspond 1:1); None
+    when the lines hold no pool lines to check."""
+    first, last = {}, {}
+    pool_lines = 0
+    for i, line in enumerate(lines):
+        class_names = {cls.__name__ for cls in type(line).__mro__}
+        if "AllocFromPoolLine" in class_names:
+            pool_lines += 1
+            if line.is_first_pool_usage:
+                first[line.group.allocation.pool.name] = i
+        if "DeallocFromPoolLine" in class_names and line.is_last_pool_usage:
+            last[line.group.allocation.pool.name] = i
+    if not pool_lines:
+        return None
+    for pool in response.pools:
+        expected_first = (pool.first_allocation_event
+                          if pool.HasField("first_allocation_event") else None)
+        expected_last = (pool.last_free_event
+                         if pool.HasField("last_free_event") else None)
+        if (first.get(pool.name) != expected_first
+                or last.get(pool.name) != expected_last):
+            return False
+    return True

@@ -1,0 +1,474 @@
+"""memplan.inductor against a real memplan-server process.
+
+Without torch, Inductor's objects are stood in for by small fakes that carry
+the class and attribute names torch 2.11's memory_planning.py and wrapper.py
+use (AllocateLine, BufferGroup.names/.live_range/.is_output, Allocation.
+size_hint/.finalize, AllocationPool.finalize, ...): they test the hook's own
+logic (lines to events, the service's answer to pools and offsets, the
+fallback), not Inductor. The test that needs torch is skipped without it;
+the real compile runs in client/python/examples/compile_with_memplan.py.
+"""
+
+import types
+import unittest
+import warnings
+
+import grpc
+import sympy
+
+import memplan.inductor as hook
+from memplan import MemplanClient, pb
+from memplan.client import strategy
+from server_process import ServerProcess, closed_target
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+# --- Fakes named as Inductor's classes (torch/_inductor/codegen/wrapper.py) --
+
+class WrapperLine:
+    pass
+
+
+class MemoryPlanningLine(WrapperLine):
+    pass
+
+
+class AllocateLine(MemoryPlanningLine):
+    def __init__(self, node):
+        self.node = node
+
+
+class FreeIfNotReusedLine(MemoryPlanningLine):
+    def __init__(self, node):
+        self.node = node
+
+
+class ReuseLine(MemoryPlanningLine):
+    def __init__(self, node, reused_as):
+        self.node = node
+        self.reused_as = reused_as
+
+
+class NullLine(MemoryPlanningLine):
+    pass
+
+
+class EnterSubgraphLine(WrapperLine):
+    pass
+
+
+class ExitSubgraphLine(WrapperLine):
+    pass
+
+
+class KernelCallLine(WrapperLine):
+    pass
+
+
+class Node:
+    def __init__(self, name, dtype="torch.float32"):
+        self.name = name
+        self.dtype = dtype
+
+    def get_name(self):
+        return self.name
+
+    def get_dtype(self):
+        return self.dtype
+
+
+class LiveRange:
+    def __init__(self, begin, end):
+        self.begin = begin
+        self.end = end
+
+
+class Allocation:
+    def __init__(self, node, live_range, size_hint, symbolic_size, device):
+        self.node = node
+        self.live_range = live_range
+        self.size_hint = size_hint
+        self.symbolic_size = symbolic_size
+        self.device = device
+        self.allocated = False
+        self.pool = None
+        self.offset = None
+
+    def mark_allocated(self):
+        assert not self.allocated
+        self.allocated = True
+
+    def finalize(self, pool, offset):
+        assert self.pool is None and self.offset is None
+        self.pool = pool
+        self.offset = offset
+        return self
+
+
+class BufferGroup:
+    def __init__(self, node, size, live_range, is_output=False,
+                 device="cuda:0", symbolic_size=None):
+        self.node = node
+        self.names = [node.get_name()]
+        self.size = size
+        self.symbolic_size = (sympy.Integer(size) if symbolic_size is None
+                              else symbolic_size)
+        self.live_range = live_range
+        self.is_output = is_output
+        self.device = device
+        self.allocation = None
+
+    def make_allocation(self):
+        assert not self.allocation, "multiple allocations"
+        self.allocation = Allocation(self.node, self.live_range, self.size,
+                                     self.symbolic_size, self.device)
+
+
+# --- One graph as Inductor's wrapper would have it ---------------------------
+
+def example_graph():
+    """Wrapper lines with in-place reuse, a removed buffer, a subgraph, an
+    output and a free of a buffer no group holds; and Inductor's groups with
+    the live ranges its compute_live_ranges gives them:
+
+      line  0 ALLOCATE buf0 (256)   t1   group buf0+buf2: [1, 3]
+      line  1 ALLOCATE buf1 (128)   t1   group buf1 (output): [1, 7]
+      line  2 ALLOCATE buf9         t1   removed: dropped
+      line  3 kernel
+      line  4 REUSE buf0 -> buf2    t2
+      line  5 kernel
+      line  6 FREE buf2             t3
+      line  7 ALLOCATE buf3 (256)   t3   group buf3: [3, 6]
+      line  8 kernel
+      line  9 EnterSubgraph
+      line 10 ALLOCATE buf4 (512)   t4   group buf4: [4, 5]
+      line 11 kernel
+      line 12 FREE buf4             t5
+      line 13 ExitSubgraph
+      line 14 FREE buf3             t6
+      line 15 FREE buf5             t6   (allocated by an extern kernel)
+      line 16 "return"                   6 timesteps: outputs end at 7
+    """
+    node = {name: Node(name) for name in
+            ("buf0", "buf1", "buf2", "buf3", "buf4", "buf5", "buf9")}
+    lines = [
+        AllocateLine(node["buf0"]), AllocateLine(node["buf1"]),
+        AllocateLine(node["buf9"]), KernelCallLine(),
+        ReuseLine(node["buf0"], node["buf2"]), KernelCallLine(),
+        FreeIfNotReusedLine(node["buf2"]), AllocateLine(node["buf3"]),
+        KernelCallLine(), EnterSubgraphLine(), AllocateLine(node["buf4"]),
+        KernelCallLine(), FreeIfNotReusedLine(node["buf4"]),
+        ExitSubgraphLine(), FreeIfNotReusedLine(node["buf3"]),
+        FreeIfNotReusedLine(node["buf5"]), "return (buf1, )",
+    ]
+    group0 = BufferGroup(node["buf0"], 256, LiveRange(1, 3))
+    group0.names.append("buf2")
+    groups = [
+        group0,
+        BufferGroup(node["buf1"], 128, LiveRange(1, 7), is_output=True),
+        BufferGroup(node["buf3"], 256, LiveRange(3, 6)),
+        BufferGroup(node["buf4"], 512, LiveRange(4, 5)),
+    ]
+    return lines, groups
+
+
+# --- A fake memory_planning module --------------------------------------------
+
+class LiveRanges:
+    def __init__(self, ranges):
+        self.ranges = sorted(ranges, key=lambda r: r.begin)
+
+    @property
+    def end(self):
+        return max(r.end for r in self.ranges)
+
+
+class AllocationPool:
+    def __init__(self, device, root, can_expand=True):
+        self.device = device
+        self.root = root
+        self.can_expand = can_expand
+        self.name = None
+        self.names_to_del = []
+
+    def finalize(self, name):
+        assert not self.name
+        self.name = name
+        self.names_to_del.append(name)
+        self.root.finalize(self, 0)
+
+
+class AllocationPools:
+    def __init__(self):
+        self.device_to_pools = {}
+
+
+class InductorsOwnRoot:
+    def __init__(self, size):
+        self.size = size
+
+    def get_size_hint(self):
+        return self.size
+
+
+def fake_memory_planning(groups, removed=("buf9",), outputs=("buf1",)):
+    """A module with what memplan.inductor reads of torch 2.11's
+    memory_planning: MemoryPlanner (whose plan() calls allocate_groups, and
+    whose own allocate_groups puts every group in one pool "inductor0"),
+    AllocationPool(s), LiveRanges, config.memory_pool and V.graph."""
+
+    class MemoryPlanner:
+        own_plans = 0
+
+        def __init__(self):
+            self.buffer_groups = groups
+            self.pools = AllocationPools()
+
+        def plan(self, lines):
+            self.allocate_groups()
+            return lines
+
+        def allocate_groups(self):
+            type(self).own_plans += 1
+            for group in self.buffer_groups:
+                group.make_allocation()
+            root = InductorsOwnRoot(sum(g.size for g in self.buffer_groups))
+            pool = AllocationPool("cuda:0", root)
+            pool.name = "inductor0"
+            self.pools.device_to_pools["cuda:0"] = [pool]
+
+    graph = types.SimpleNamespace(removed_buffers=set(removed),
+                                  get_output_names=lambda: list(outputs))
+    return types.SimpleNamespace(
+        MemoryPlanner=MemoryPlanner, AllocationPool=AllocationPool,
+        AllocationPools=AllocationPools, LiveRanges=LiveRanges,
+        config=types.SimpleNamespace(memory_pool="intermediates"),
+        V=types.SimpleNamespace(graph=graph))
+
+
+# --- Tests ---------------------------------------------------------------
+
+class LineKindTest(unittest.TestCase):
+
+    def test_kinds_follow_inductors_classes(self):
+        class AllocateLineSubclass(AllocateLine):
+            pass
+        kinds = [hook.line_kind(line) for line in (
+            AllocateLine(None), AllocateLineSubclass(None),
+            FreeIfNotReusedLine(None), ReuseLine(None, None),
+            EnterSubgraphLine(), ExitSubgraphLine(), KernelCallLine(),
+            "buf1 = empty_strided_cuda(...)")]
+        self.assertEqual(kinds, [
+            pb.EVENT_KIND_ALLOCATE, pb.EVENT_KIND_ALLOCATE,
+            pb.EVENT_KIND_FREE_IF_NOT_REUSED, pb.EVENT_KIND_REUSE,
+            pb.EVENT_KIND_ENTER_SUBGRAPH, pb.EVENT_KIND_EXIT_SUBGRAPH,
+            pb.EVENT_KIND_OTHER, pb.EVENT_KIND_OTHER])
+
+    def test_other_memory_planning_lines_have_no_event(self):
+        self.assertIsNone(hook.line_kind(NullLine()))
+        lines, groups = example_graph()
+        allocations = allocations_of(groups)
+        self.assertIsNone(hook.events_from_lines(
+            lines[:3] + [NullLine()], allocations, {"buf9"}))
+
+
+def allocations_of(groups):
+    for group in groups:
+        if group.allocation is None:
+            group.make_allocation()
+    return {group.names[0]: group.allocation for group in groups}
+
+
+class ServiceTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def setUp(self):
+        self.client = MemplanClient(self.server.target, timeout=10.0)
+
+    def tearDown(self):
+        hook.uninstall()
+        hook.reset_stats()
+        self.client.close()
+
+    def test_events_give_the_plan_of_inductors_groups(self):
+        lines, groups = example_graph()
+        events = hook.events_from_lines(lines, allocations_of(groups),
+                                        {"buf9"})
+        self.assertEqual(len(events), len(lines))
+        options = pb.PlanOptions(strategy=strategy("inductor"))
+        from_events = self.client.plan(
+            events=events, output_names=["buf1"], removed_buffers=["buf9"],
+            options=options)
+        from_buffers = self.client.plan(
+            buffers=hook.buffers_from_groups(groups), options=options)
+        # The service formed Inductor's groups, in order, at their lines.
+        hook.read_placement(from_events, [g.names for g in groups],
+                            ["cuda:0"] * 4, allocate_lines=[0, 1, 7, 10])
+        self.assertEqual(
+            [(a.pool, a.offset) for a in from_events.assignments],
+            [(a.pool, a.offset) for a in from_buffers.assignments])
+        self.assertEqual(
+            [(p.name, p.size_bytes) for p in from_events.pools],
+            [(p.name, p.size_bytes) for p in from_buffers.pools])
+        self.assertEqual(from_events.stats.lower_bound_bytes,
+                         from_buffers.stats.lower_bound_bytes)
+
+    def test_a_placement_that_does_not_fit_inductors_groups_is_refused(self):
+        lines, groups = example_graph()
+        events = hook.events_from_lines(lines, allocations_of(groups),
+                                        {"buf9"})
+        response = self.client.plan(events=events, output_names=["buf1"],
+                                    removed_buffers=["buf9"])
+        names = [g.names for g in groups]
+        with self.assertRaisesRegex(hook.HookError, "at event 7"):
+            hook.read_placement(response, names, ["cuda:0"] * 4,
+                                allocate_lines=[0, 1, 8, 10])
+        with self.assertRaisesRegex(hook.HookError, "4 assignments for 3"):
+            hook.read_placement(response, names[:3], ["cuda:0"] * 3)
+        with self.assertRaisesRegex(hook.HookError, "buf0 on cuda:1"):
+            hook.read_placement(response, names, ["cuda:1"] + ["cuda:0"] * 3)
+
+    def test_the_hook_gives_inductor_the_services_pools_and_offsets(self):
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+        hook._install_on(mp, self.client, "auto", None, "events")
+        planner = mp.MemoryPlanner()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no fallback warning
+            planner.plan(lines)
+        self.assertEqual(mp.MemoryPlanner.own_plans, 0)
+        record = hook.stats()["graphs"][0]
+        self.assertEqual(hook.stats()["service_plans"], 1)
+        self.assertEqual(record["input"], "events")
+        response = record["response"]
+        self.assertEqual(
+            [(g.allocation.pool.name, g.allocation.offset) for g in groups],
+            [(a.pool, a.offset) for a in response.assignments])
+        pools = planner.pools.device_to_pools["cuda:0"]
+        self.assertEqual(
+            [(p.name, p.root.get_symbolic_size(), p.can_expand)
+             for p in pools],
+            [(p.name, p.size_bytes, False) for p in response.pools])
+        for pool in pools:  # mark_first_last_usage reads these ranges
+            self.assertEqual(
+                pool.root.get_live_ranges().end,
+                max(g.live_range.end for g in groups
+                    if g.allocation.pool is pool))
+        # The same graph as buffers gets the same plan.
+        again = self.client.plan(record["buffers_request"])
+        self.assertEqual([(a.pool, a.offset) for a in again.assignments],
+                         [(a.pool, a.offset) for a in response.assignments])
+
+    def test_buffers_are_sent_when_a_line_has_no_event(self):
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+        hook._install_on(mp, self.client, "inductor", "combined", "events")
+        mp.MemoryPlanner().plan(lines[:3] + [NullLine()] + lines[3:])
+        record = hook.stats()["graphs"][0]
+        self.assertEqual(record["source"], "service")
+        self.assertEqual(record["input"], "buffers")
+        self.assertEqual(record["pool_mode"], "combined")
+        self.assertEqual(len(record["pools"]), 1)  # one pool per device
+
+    def test_unreachable_service_falls_back_to_inductor_with_a_warning(self):
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+        down = MemplanClient(closed_target(), timeout=2.0, retries=1,
+                             backoff=0.01)
+        hook._install_on(mp, down, "auto", None, "events", owns_client=True)
+        planner = mp.MemoryPlanner()
+        with self.assertWarnsRegex(hook.MemplanFallbackWarning,
+                                   "UNAVAILABLE.*Inductor plans"):
+            planner.plan(lines)
+        self.assertEqual(mp.MemoryPlanner.own_plans, 1)
+        self.assertEqual(planner.pools.device_to_pools["cuda:0"][0].name,
+                         "inductor0")
+        stats = hook.stats()
+        self.assertEqual((stats["service_plans"], stats["fallbacks"]), (0, 1))
+        self.assertEqual(stats["graphs"][0]["total_pool_bytes"], 1152)
+
+    def test_symbolic_sizes_without_a_symbolic_answer_fall_back(self):
+        lines, groups = example_graph()
+        s0 = sympy.Symbol("s0", integer=True, positive=True)
+        groups[3].symbolic_size = 4 * s0
+        mp = fake_memory_planning(groups)
+        hook._install_on(mp, self.client, "auto", None, "events")
+        with self.assertWarnsRegex(hook.MemplanFallbackWarning, "symbolic"):
+            mp.MemoryPlanner().plan(lines)
+        self.assertEqual(mp.MemoryPlanner.own_plans, 1)
+        self.assertEqual(hook.stats()["fallbacks"], 1)
+
+    def test_uninstall_gives_inductor_its_planner_back(self):
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+        own_plan = mp.MemoryPlanner.plan
+        own_allocate = mp.MemoryPlanner.allocate_groups
+        hook._install_on(mp, self.client, "auto", None, "buffers")
+        self.assertIsNot(mp.MemoryPlanner.allocate_groups, own_allocate)
+        hook.uninstall()
+        self.assertIs(mp.MemoryPlanner.plan, own_plan)
+        self.assertIs(mp.MemoryPlanner.allocate_groups, own_allocate)
+
+
+class SymbolicTest(unittest.TestCase):
+
+    def test_expressions_over_known_names_parse(self):
+        s0, s1 = sympy.symbols("s0 s1", integer=True, positive=True)
+        symbols = {"s0": s0, "s1": s1}
+        functions = {"Max": sympy.Max, "ceiling": sympy.ceiling}
+        expression = hook.parse_symbolic(
+            "Max(64*s0, 128) + 64*ceiling(s1/64) + (s1 + 63)//64", symbols,
+            functions)
+        self.assertEqual(expression.subs({s0: 3, s1: 100}), 192 + 128 + 2)
+        self.assertEqual(expression.free_symbols, {s0, s1})
+
+    def test_anything_else_is_refused_before_sympy_sees_it(self):
+        symbols = {"s0": sympy.Symbol("s0")}
+        for text, message in (("__import__('os')", "unknown name"),
+                              ("s0; s0", "position 2"),
+                              ("s0.real", "position 2"),
+                              ("s9 + 1", "unknown name 's9'"),
+                              ("", "empty")):
+            with self.assertRaisesRegex(hook.HookError, message, msg=text):
+                hook.parse_symbolic(text, symbols, {})
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class TorchTest(unittest.TestCase):
+    """A real Inductor compile on CPU with the hook (where torch exists)."""
+
+    def test_compiled_function_matches_eager_with_the_services_pools(self):
+        with ServerProcess() as server:
+            torch._inductor.config.memory_planning = True
+            torch._inductor.config.force_disable_caches = True
+            hook.install(server.target)
+            try:
+                def f(x):
+                    a = torch.sin(x) @ x
+                    b = torch.cos(a) @ a
+                    return b.relu() @ x, a.sum()
+                x = torch.randn(64, 64)
+                with torch.no_grad():
+                    expected = f(x)
+                    actual = torch.compile(f)(x)
+                torch.testing.assert_close(actual, expected)
+                self.assertGreater(hook.stats()["service_plans"], 0)
+                self.assertEqual(hook.stats()["fallbacks"], 0)
+            finally:
+                hook.uninstall()
+                hook.reset_stats()
+
+
+if __name__ == "__main__":
+    unittest.main()
