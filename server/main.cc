@@ -37,7 +37,8 @@
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
-          "HOST:PORT to serve on (plaintext); port 0 picks a free port");
+          "HOST:PORT to serve on (plaintext, or TLS with --tls_cert_file); "
+          "port 0 picks a free port");
 ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "largest request or response in bytes; larger requests get "
           "RESOURCE_EXHAUSTED");

@@ -439,9 +439,14 @@ TEST(PlanningTimeTest, PlanningPastTheLimitIsResourceExhausted) {
 // ------------------------------------------------- deadline, cancellation
 
 // The planner checks the call's deadline as it goes: two `optimal` calls
-// allowed a minute of search but a 300 ms deadline end with
-// DEADLINE_EXCEEDED, their planners stop (no call stays in flight), and
-// the server, with only those two workers, serves the next call at once.
+// allowed a minute of search but a 300 ms deadline end promptly, their
+// planners stop (no call stays in flight), and the server, with only those
+// two workers, serves the next call at once. The big one (200,000 buffers)
+// is still in best fit's first pass at its deadline: DEADLINE_EXCEEDED.
+// The other is in its search then, which is anytime: it stops at the
+// deadline with its best plan, which may reach the caller just before its
+// deadline fires (the race CacheTest.APlanCutShortByTheCallersDeadline...
+// documents) or not.
 TEST(DeadlineTest, AShortDeadlineStopsALongSearch) {
   Server::Options options;
   options.worker_threads = 2;
@@ -450,25 +455,30 @@ TEST(DeadlineTest, AShortDeadlineStopsALongSearch) {
   ASSERT_NE(server, nullptr);
   MemplanClient client(CreateChannel(server->address()));
 
-  v1::PlanMemoryRequest request = StaggeredRequest(500, v1::STRATEGY_OPTIMAL);
-  SetTimeBudget(request, absl::Seconds(60));
-  std::vector<absl::Status> statuses(2);
+  std::vector<v1::PlanMemoryRequest> requests = {
+      StaggeredRequest(200000, v1::STRATEGY_OPTIMAL),
+      StaggeredRequest(500, v1::STRATEGY_OPTIMAL)};
+  std::vector<absl::StatusOr<v1::PlanMemoryResponse>> results(2);
   std::vector<absl::Duration> elapsed(2);
   std::vector<std::thread> calls;
   for (int c = 0; c < 2; ++c) {
+    SetTimeBudget(requests[c], absl::Seconds(60));
     calls.emplace_back([&, c] {
       const absl::Time start = absl::Now();
-      statuses[c] =
-          client.PlanMemory(request, absl::Milliseconds(300)).status();
+      results[c] = client.PlanMemory(requests[c], absl::Milliseconds(300));
       elapsed[c] = absl::Now() - start;
     });
   }
   for (std::thread& call : calls) call.join();
-  for (int c = 0; c < 2; ++c) {
-    EXPECT_EQ(statuses[c].code(), absl::StatusCode::kDeadlineExceeded)
-        << statuses[c];
-    EXPECT_LT(elapsed[c], absl::Seconds(10));
+  EXPECT_EQ(results[0].status().code(), absl::StatusCode::kDeadlineExceeded)
+      << results[0].status();
+  if (results[1].ok()) {
+    EXPECT_FALSE(results[1]->stats().proven_optimal());  // cut short
+  } else {
+    EXPECT_EQ(results[1].status().code(), absl::StatusCode::kDeadlineExceeded)
+        << results[1].status();
   }
+  for (int c = 0; c < 2; ++c) EXPECT_LT(elapsed[c], absl::Seconds(10));
   EXPECT_TRUE(Eventually([&] { return server->service().calls_in_flight() == 0; },
                          absl::Seconds(10)))
       << "the planners kept running past the deadline";
