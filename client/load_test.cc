@@ -115,7 +115,12 @@ class LoadTest {
  public:
   LoadTest(const std::shared_ptr<grpc::Channel>& channel,
            const v1::PlanMemoryRequest& base, const LoadTestOptions& options)
-      : stub_(channel), base_(base), options_(options) {}
+      : stub_(channel),
+        base_(base),
+        options_(options),
+        authorization_(options.auth_token.empty()
+                           ? ""
+                           : absl::StrCat("Bearer ", options.auth_token)) {}
 
   absl::StatusOr<LoadTestReport> Run() {
     const int64_t prepared = std::min(options_.distinct, kMaxPreparedRequests);
@@ -195,6 +200,9 @@ class LoadTest {
     call->index = next_index_++ % options_.distinct;
     call->context.set_deadline(
         absl::ToChronoTime(absl::Now() + options_.timeout));
+    if (!authorization_.empty()) {
+      call->context.AddMetadata("authorization", authorization_);
+    }
     const std::string* bytes;
     if (call->index < static_cast<int64_t>(targets_.size())) {
       bytes = &targets_[call->index].bytes;
@@ -277,6 +285,7 @@ class LoadTest {
   grpc::CompletionQueue queue_;
   const v1::PlanMemoryRequest& base_;
   const LoadTestOptions& options_;
+  const std::string authorization_;  // the metadata's value; "": none
   std::vector<Target> targets_;
   int64_t next_index_ = 0;
   std::vector<int64_t> latencies_us_;
@@ -303,11 +312,17 @@ std::string LoadTestReport::ToString() const {
 
 std::shared_ptr<grpc::Channel> CreateLoadTestChannel(
     const std::string& target) {
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(-1);
+  return *CreateLoadTestChannel(target, ChannelOptions());  // plaintext
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateLoadTestChannel(
+    const std::string& target, const ChannelOptions& options) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentialsFor(options);
+  if (!credentials.ok()) return credentials.status();
+  grpc::ChannelArguments arguments = ChannelArgumentsFor(options);
   arguments.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                   arguments);
+  return grpc::CreateCustomChannel(target, *credentials, arguments);
 }
 
 absl::StatusOr<LoadTestReport> RunLoadTest(

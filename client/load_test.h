@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/client.h"
 #include "memplan/v1/memory_planner.pb.h"
 
 namespace memplan {
@@ -36,6 +37,8 @@ struct LoadTestOptions {
   int64_t warmup_calls = 0;
   // Deadline of each call.
   absl::Duration timeout = absl::Seconds(10);
+  // Sent as "authorization: Bearer TOKEN" on every call; empty: none.
+  std::string auth_token;
 };
 
 // What a run measured. Latencies are wall time from starting a call to its
@@ -63,6 +66,11 @@ struct LoadTestReport {
 // request in case it must be sent again: client CPU the server's throughput
 // should not be measured with).
 std::shared_ptr<grpc::Channel> CreateLoadTestChannel(const std::string& target);
+
+// As above, through TLS or mutual TLS as `options` say (client/client.h
+// ChannelCredentialsFor, with its errors).
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateLoadTestChannel(
+    const std::string& target, const ChannelOptions& options);
 
 // Runs the load test against `channel` with `base` (a valid request) and
 // `options`. Every response is checked: status OK, and either byte-identical

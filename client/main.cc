@@ -26,12 +26,23 @@
 // (0, then the length as a big-endian u32) and the serialized request, the
 // body h2load sends with -d to cross-check the load test.
 //
+// Every command that calls the server takes --tls (or --tls_ca_file=PEM,
+// the CA of the server's certificate), --tls_cert_file=PEM and
+// --tls_key_file=PEM (a client certificate, for mutual TLS),
+// --tls_server_name=NAME (the name to check in the server's certificate),
+// and --auth_token=TOKEN or --auth_token_file=FILE (sent as
+// "authorization: Bearer TOKEN" on memplan.v1 calls).
+//
 // Exit status: 0 when every file was planned (or the server is SERVING, or
 // every load-test call succeeded); 1 when any call or file failed, with "FILE: CODE: message" on stderr
 // (e.g. "g.json: INVALID_ARGUMENT: buffers[3] ("buf7"): size_bytes is
-// missing"); 2 for a usage error.
+// missing"), followed by one line per detail of the error
+// ("  field buffers[3].size_bytes: size_bytes is missing", "  limit
+// buffers: ..."); 2 for a usage error (flags that do not go together).
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +65,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/graph_files.h"
+#include "proto/status_details.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "memplan-server address, HOST:PORT");
@@ -89,6 +101,25 @@ ABSL_FLAG(int64_t, distinct, 1,
           "with buffers[0].size_bytes + i)");
 ABSL_FLAG(int64_t, warmup_calls, 0,
           "loadtest: calls before the measured run (checked, not timed)");
+ABSL_FLAG(bool, tls, false,
+          "connect with TLS, checking the server's certificate against the "
+          "system's roots (implied by the --tls_*_file flags)");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA certificates the server's certificate must be signed by; "
+          "implies --tls");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of this client, for servers that require "
+          "one (mutual TLS); with --tls_key_file");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "name to check in the server's certificate instead of --server's "
+          "host");
+ABSL_FLAG(std::string, auth_token, "",
+          "bearer token sent as \"authorization: Bearer TOKEN\" (the "
+          "server's --auth_tokens_file); visible in the process list: prefer "
+          "--auth_token_file");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "file whose first line is the bearer token to send");
 
 namespace memplan {
 namespace {
@@ -108,6 +139,10 @@ constexpr char kUsage[] =
     "                   [--distinct=N] [--warmup_calls=N] [option flags] FILE\n"
     "  memplan frame [option flags] FILE > body.bin   (a gRPC body for h2load)\n"
     "\n"
+    "TLS: --tls or --tls_ca_file=PEM [--tls_cert_file=PEM --tls_key_file=PEM]\n"
+    "[--tls_server_name=NAME]; bearer token: --auth_token=TOKEN or\n"
+    "--auth_token_file=FILE.\n"
+    "\n"
     "FILE is a corpus JSON file (*.json) or a MiniMalloc CSV (*.csv, header\n"
     "id,lower,upper,size, optionally alignment and offset: an offset pins\n"
     "the buffer). --capacity applies to every device. Exit status 0 on\n"
@@ -117,6 +152,82 @@ constexpr char kUsage[] =
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+
+// How to reach the server: the channel and the bearer token to send.
+struct Connection {
+  std::shared_ptr<grpc::Channel> channel;
+  std::string auth_token;  // "": none
+};
+
+// Returns the bearer token of --auth_token or --auth_token_file ("" when
+// neither is given): INVALID_ARGUMENT when both are, NOT_FOUND when the
+// file cannot be read, INVALID_ARGUMENT when its first line is empty.
+absl::StatusOr<std::string> AuthTokenFromFlags() {
+  const std::string token = absl::GetFlag(FLAGS_auth_token);
+  const std::string path = absl::GetFlag(FLAGS_auth_token_file);
+  if (path.empty()) return token;
+  if (!token.empty()) {
+    return absl::InvalidArgumentError(
+        "--auth_token and --auth_token_file: give one, not both");
+  }
+  std::ifstream file(path);
+  std::string line;
+  if (!file || !std::getline(file, line)) {
+    return absl::NotFoundError(
+        absl::StrCat("--auth_token_file=", path, ": cannot be read"));
+  }
+  const absl::string_view stripped = absl::StripAsciiWhitespace(line);
+  if (stripped.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth_token_file=", path, ": the first line is empty"));
+  }
+  return std::string(stripped);
+}
+
+ChannelOptions ChannelOptionsFromFlags() {
+  ChannelOptions options;
+  options.tls = absl::GetFlag(FLAGS_tls);
+  options.ca_file = absl::GetFlag(FLAGS_tls_ca_file);
+  options.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  options.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  options.server_name = absl::GetFlag(FLAGS_tls_server_name);
+  return options;
+}
+
+// Returns the connection the flags describe (`load_test`: a load-test
+// channel), or prints why not and returns nullopt with the exit code in
+// `exit_code`: kExitUsage for flags that do not go together, else
+// kExitFailure.
+std::optional<Connection> ConnectionFromFlags(bool load_test,
+                                              int& exit_code) {
+  absl::StatusOr<std::string> token = AuthTokenFromFlags();
+  absl::Status status = token.status();
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel;
+  if (status.ok()) {
+    const std::string server = absl::GetFlag(FLAGS_server);
+    const ChannelOptions options = ChannelOptionsFromFlags();
+    channel = load_test ? CreateLoadTestChannel(server, options)
+                        : CreateChannel(server, options);
+    status = channel.status();
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "memplan: %s\n", std::string(status.message()).c_str());
+    exit_code = status.code() == absl::StatusCode::kInvalidArgument
+                    ? kExitUsage
+                    : kExitFailure;
+    return std::nullopt;
+  }
+  return Connection{*std::move(channel), *std::move(token)};
+}
+
+// Prints "PREFIX: CODE: message" and the status's details, one per line,
+// to stderr.
+void PrintError(const std::string& prefix, const absl::Status& status) {
+  std::fprintf(stderr, "%s: %s\n%s", prefix.c_str(),
+               status.ToString(absl::StatusToStringMode::kWithNoExtraData)
+                   .c_str(),
+               DetailsToString(status).c_str());
+}
 
 // Returns the value of generated enum `descriptor` named
 // `prefix` + uppercase(`name`), e.g. "STRATEGY_" + "INDUCTOR", for flag
@@ -270,8 +381,11 @@ int RunPlan(const std::vector<std::string>& files) {
     return kExitUsage;
   }
 
-  MemplanClient client(CreateChannel(absl::GetFlag(FLAGS_server)));
   int exit_code = 0;
+  const std::optional<Connection> connection =
+      ConnectionFromFlags(/*load_test=*/false, exit_code);
+  if (!connection.has_value()) return exit_code;
+  MemplanClient client(connection->channel, connection->auth_token);
   for (const std::string& file : files) {
     absl::StatusOr<v1::PlanMemoryRequest> request = RequestFromFile(file);
     if (!request.ok()) {
@@ -284,8 +398,7 @@ int RunPlan(const std::vector<std::string>& files) {
     const absl::StatusOr<v1::PlanMemoryResponse> response =
         client.PlanMemory(*request, absl::GetFlag(FLAGS_timeout));
     if (!response.ok()) {
-      std::fprintf(stderr, "%s: %s\n", file.c_str(),
-                   response.status().ToString().c_str());
+      PrintError(file, response.status());
       exit_code = kExitFailure;
       continue;
     }
@@ -300,12 +413,15 @@ int RunPlan(const std::vector<std::string>& files) {
 }
 
 int RunHealth() {
-  MemplanClient client(CreateChannel(absl::GetFlag(FLAGS_server)));
+  int exit_code = 0;
+  const std::optional<Connection> connection =
+      ConnectionFromFlags(/*load_test=*/false, exit_code);
+  if (!connection.has_value()) return exit_code;
+  MemplanClient client(connection->channel);  // health needs no token
   const auto status = client.HealthCheck(absl::GetFlag(FLAGS_service),
                                          absl::GetFlag(FLAGS_timeout));
   if (!status.ok()) {
-    std::fprintf(stderr, "%s: %s\n", absl::GetFlag(FLAGS_server).c_str(),
-                 status.status().ToString().c_str());
+    PrintError(absl::GetFlag(FLAGS_server), status.status());
     return kExitFailure;
   }
   std::printf("%s\n",
@@ -357,8 +473,12 @@ int RunLoadTestCommand(const std::vector<std::string>& files) {
   options.distinct = absl::GetFlag(FLAGS_distinct);
   options.warmup_calls = absl::GetFlag(FLAGS_warmup_calls);
   options.timeout = absl::GetFlag(FLAGS_timeout);
-  const absl::StatusOr<LoadTestReport> report = memplan::RunLoadTest(
-      CreateLoadTestChannel(absl::GetFlag(FLAGS_server)), *request, options);
+  const std::optional<Connection> connection =
+      ConnectionFromFlags(/*load_test=*/true, exit_code);
+  if (!connection.has_value()) return exit_code;
+  options.auth_token = connection->auth_token;
+  const absl::StatusOr<LoadTestReport> report =
+      memplan::RunLoadTest(connection->channel, *request, options);
   if (!report.ok()) {
     std::fprintf(stderr, "memplan loadtest: %s\n",
                  report.status().ToString().c_str());

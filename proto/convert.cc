@@ -9,6 +9,7 @@
 #include "core/problem.h"
 #include "core/stats.h"
 #include "core/wrapper_lines.h"
+#include "proto/status_details.h"
 
 namespace memplan {
 namespace {
@@ -251,9 +252,14 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
     if (!pool_lines.ok()) return pool_lines.status();
     problem.buffers = pool_lines->buffers;
     if (absl::Status status = ValidateProblem(problem); !status.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the buffer groups of ", request.events_size() > 0 ? "events" : "nodes",
-          " (in order of their allocation): ", status.message()));
+      // The groups are no field of the request: the violation names the
+      // field they come from.
+      const char* form = request.events_size() > 0 ? "events" : "nodes";
+      const std::string message =
+          absl::StrCat("the buffer groups of ", form,
+                       " (in order of their allocation): ", status.message());
+      return WithFieldViolations(absl::InvalidArgumentError(message),
+                                 {FieldViolation{form, message}});
     }
     if (lines != nullptr && request.events_size() > 0) {
       *lines = *std::move(pool_lines);

@@ -4,11 +4,23 @@
 //                  [--worker_threads=N] [--shutdown_grace=DURATION]
 //                  [--cache_bytes=BYTES] [--redis=HOST:PORT]
 //                  [--redis_ttl=DURATION] [--redis_timeout=DURATION]
+//                  [--tls_cert_file=PEM --tls_key_file=PEM
+//                   [--tls_client_ca_file=PEM]] [--auth_tokens_file=FILE]
+//                  [--max_buffers=N] [--max_events=N] [--max_nodes=N]
+//                  [--max_planning_time=DURATION] [--max_threads=N]
+//                  [--keepalive_time=DURATION] [--keepalive_timeout=DURATION]
+//                  [--keepalive_min_ping_interval=DURATION]
+//                  [--keepalive_max_ping_strikes=N]
+//                  [--keepalive_permit_without_calls=BOOL]
 //
 // Prints "memplan-server listening on HOST:PORT" to stderr once serving
 // (the bound port, also for --listen=HOST:0). On SIGINT or SIGTERM it stops
-// accepting calls, lets calls in flight finish within --shutdown_grace, and
-// exits 0. Exits 1 when it cannot start.
+// accepting calls (a call started afterwards gets UNAVAILABLE), lets calls
+// in flight finish within --shutdown_grace, cancels the rest, and exits 0.
+// Exits 2 for flags that are out of range or do not go together (e.g.
+// --tls_key_file without --tls_cert_file) or name a file without a PEM block
+// or token; 1 when it cannot start (a file that cannot be read, an address
+// it cannot listen on, a certificate that does not match its key).
 #include <pthread.h>
 #include <signal.h>
 
@@ -25,7 +37,8 @@
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
-          "HOST:PORT to serve on (plaintext); port 0 picks a free port");
+          "HOST:PORT to serve on (plaintext, or TLS with --tls_cert_file); "
+          "port 0 picks a free port");
 ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "largest request or response in bytes; larger requests get "
           "RESOURCE_EXHAUSTED");
@@ -43,6 +56,49 @@ ABSL_FLAG(absl::Duration, redis_ttl, absl::Hours(24),
           "how long plans live in Redis");
 ABSL_FLAG(absl::Duration, redis_timeout, absl::Milliseconds(50),
           "bound on connecting to Redis and on each Redis command");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of the server: serve TLS (with "
+          "--tls_key_file); empty: plaintext");
+ABSL_FLAG(std::string, tls_key_file, "",
+          "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA certificates: require every client to present a "
+          "certificate signed by one of them (mutual TLS); needs "
+          "--tls_cert_file");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "file of accepted bearer tokens, one per line ('#' comments); "
+          "memplan.v1 calls without \"authorization: Bearer TOKEN\" get "
+          "UNAUTHENTICATED (health and reflection stay open); empty: none");
+ABSL_FLAG(int64_t, max_buffers, memplan::RequestLimits().max_buffers,
+          "most buffers (or node writes) in one request; more: "
+          "RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_events, memplan::RequestLimits().max_events,
+          "most events in one request; more: RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_nodes, memplan::RequestLimits().max_nodes,
+          "most nodes in one request; more: RESOURCE_EXHAUSTED");
+ABSL_FLAG(absl::Duration, max_planning_time,
+          memplan::RequestLimits().max_planning_time,
+          "longest planning of one request: a longer options.time_budget "
+          "is lowered to it, and planning still running then stops with "
+          "RESOURCE_EXHAUSTED");
+ABSL_FLAG(int32_t, max_threads, memplan::kSyncServiceThreads,
+          "most threads gRPC's resource quota gives health and reflection "
+          "(planning runs on --worker_threads)");
+ABSL_FLAG(absl::Duration, keepalive_time, memplan::KeepaliveOptions().time,
+          "ping a client connection after this long idle");
+ABSL_FLAG(absl::Duration, keepalive_timeout,
+          memplan::KeepaliveOptions().timeout,
+          "close a connection whose ping is not answered within this");
+ABSL_FLAG(absl::Duration, keepalive_min_ping_interval,
+          memplan::KeepaliveOptions().min_ping_interval,
+          "clients may ping this often; more often, more than "
+          "--keepalive_max_ping_strikes times, gets GOAWAY");
+ABSL_FLAG(int32_t, keepalive_max_ping_strikes,
+          memplan::KeepaliveOptions().max_ping_strikes,
+          "pings below --keepalive_min_ping_interval tolerated; 0: any");
+ABSL_FLAG(bool, keepalive_permit_without_calls,
+          memplan::KeepaliveOptions().permit_without_calls,
+          "send and accept keepalive pings on connections without calls");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -50,7 +106,11 @@ int main(int argc, char** argv) {
       "until SIGINT or SIGTERM.\n"
       "Usage: memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES] "
       "[--worker_threads=N] [--shutdown_grace=DURATION] [--cache_bytes=BYTES] "
-      "[--redis=HOST:PORT] [--redis_ttl=DURATION] [--redis_timeout=DURATION]");
+      "[--redis=HOST:PORT] [--redis_ttl=DURATION] [--redis_timeout=DURATION] "
+      "[--tls_cert_file=PEM --tls_key_file=PEM [--tls_client_ca_file=PEM]] "
+      "[--auth_tokens_file=FILE] [--max_buffers=N] [--max_events=N] "
+      "[--max_nodes=N] [--max_planning_time=DURATION] [--max_threads=N] "
+      "[--keepalive_*=...]");
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   // Debian builds Abseil without NDEBUG, so absl::Mutex (gRPC's mutex too)
   // tracks lock order on every lock to detect deadlocks: a debugging aid
@@ -80,10 +140,37 @@ int main(int argc, char** argv) {
   options.redis = absl::GetFlag(FLAGS_redis);
   options.redis_ttl = absl::GetFlag(FLAGS_redis_ttl);
   options.redis_timeout = absl::GetFlag(FLAGS_redis_timeout);
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  options.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  options.limits.max_buffers = absl::GetFlag(FLAGS_max_buffers);
+  options.limits.max_events = absl::GetFlag(FLAGS_max_events);
+  options.limits.max_nodes = absl::GetFlag(FLAGS_max_nodes);
+  options.limits.max_planning_time = absl::GetFlag(FLAGS_max_planning_time);
+  options.max_threads = absl::GetFlag(FLAGS_max_threads);
+  options.keepalive.time = absl::GetFlag(FLAGS_keepalive_time);
+  options.keepalive.timeout = absl::GetFlag(FLAGS_keepalive_timeout);
+  options.keepalive.min_ping_interval =
+      absl::GetFlag(FLAGS_keepalive_min_ping_interval);
+  options.keepalive.max_ping_strikes =
+      absl::GetFlag(FLAGS_keepalive_max_ping_strikes);
+  options.keepalive.permit_without_calls =
+      absl::GetFlag(FLAGS_keepalive_permit_without_calls);
+  if (absl::GetFlag(FLAGS_shutdown_grace) < absl::ZeroDuration()) {
+    std::fprintf(stderr, "memplan-server: --shutdown_grace must be >= 0\n");
+    return 2;
+  }
   memplan::Server server(options);
   if (absl::Status status = server.Start(); !status.ok()) {
     std::fprintf(stderr, "memplan-server: %s\n", status.ToString().c_str());
-    return 1;
+    // Flags out of range or that do not go together: a usage error.
+    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  if (!options.auth_tokens_file.empty() && !options.tls.enabled()) {
+    std::fprintf(stderr,
+                 "memplan-server: warning: --auth_tokens_file without TLS: "
+                 "bearer tokens cross the network in plaintext\n");
   }
   std::fprintf(stderr, "memplan-server listening on %s\n",
                server.address().c_str());

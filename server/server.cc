@@ -5,12 +5,14 @@
 #include <grpcpp/resource_quota.h>
 
 #include <algorithm>
+#include <climits>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.pb.h"
+#include "server/auth.h"
 #include "server/redis_cache.h"
 
 namespace memplan {
@@ -18,7 +20,45 @@ namespace {
 
 constexpr char kServiceName[] = "memplan.v1.MemoryPlanner";
 
+int ClampedMilliseconds(absl::Duration duration) {
+  return static_cast<int>(std::min<int64_t>(
+      INT_MAX, std::max<int64_t>(0, absl::ToInt64Milliseconds(duration))));
+}
+
+// Returns INVALID_ARGUMENT naming the keepalive option out of range.
+absl::Status ValidateKeepalive(const KeepaliveOptions& keepalive) {
+  if (keepalive.time <= absl::ZeroDuration() ||
+      keepalive.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "keepalive time and timeout must be > 0, got ",
+        absl::FormatDuration(keepalive.time), " and ",
+        absl::FormatDuration(keepalive.timeout)));
+  }
+  if (keepalive.min_ping_interval < absl::ZeroDuration() ||
+      keepalive.max_ping_strikes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "keepalive min_ping_interval and max_ping_strikes must be >= 0, got ",
+        absl::FormatDuration(keepalive.min_ping_interval), " and ",
+        keepalive.max_ping_strikes));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, int>> KeepaliveChannelArguments(
+    const KeepaliveOptions& keepalive) {
+  return {
+      {GRPC_ARG_KEEPALIVE_TIME_MS, ClampedMilliseconds(keepalive.time)},
+      {GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ClampedMilliseconds(keepalive.timeout)},
+      {GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS,
+       keepalive.permit_without_calls ? 1 : 0},
+      {GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0},
+      {GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+       ClampedMilliseconds(keepalive.min_ping_interval)},
+      {GRPC_ARG_HTTP2_MAX_PING_STRIKES, keepalive.max_ping_strikes},
+  };
+}
 
 int DefaultWorkerThreads() {
   return std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
@@ -45,9 +85,32 @@ absl::Status Server::Start() {
     return absl::InvalidArgumentError(absl::StrCat(
         "cache_bytes must be >= 0, got ", options_.cache_bytes));
   }
+  if (options_.max_threads < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_threads must be >= 1, got ", options_.max_threads));
+  }
+  if (absl::Status status = ValidateRequestLimits(options_.limits);
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = ValidateKeepalive(options_.keepalive);
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor(options_.tls);
+  if (!credentials.ok()) return credentials.status();
   MemoryPlannerService::Options service_options;
   service_options.cache_bytes = options_.cache_bytes;
   service_options.worker_threads = options_.worker_threads;
+  service_options.limits = options_.limits;
+  if (!options_.auth_tokens_file.empty()) {
+    absl::StatusOr<TokenAuthenticator> auth = TokenAuthenticator::FromFile(
+        options_.auth_tokens_file, "--auth_tokens_file");
+    if (!auth.ok()) return auth.status();
+    service_options.auth =
+        std::make_shared<const TokenAuthenticator>(*std::move(auth));
+  }
   if (!options_.redis.empty()) {
     absl::StatusOr<std::pair<std::string, int>> address =
         ParseHostPort("redis", options_.redis);
@@ -80,13 +143,16 @@ absl::Status Server::Start() {
   // port would start and silently share its calls.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (!options_.listen.empty()) {
-    builder.AddListeningPort(options_.listen,
-                             grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort(options_.listen, *credentials, &port_);
+  }
+  for (const auto& [name, value] :
+       KeepaliveChannelArguments(options_.keepalive)) {
+    builder.AddChannelArgument(name, value);
   }
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
   grpc::ResourceQuota quota("memplan-server");
-  quota.SetMaxThreads(kSyncServiceThreads);
+  quota.SetMaxThreads(options_.max_threads);
   builder.SetResourceQuota(quota);
   service_ = std::make_unique<MemoryPlannerService>(service_options);
   builder.RegisterService(service_.get());

@@ -8,16 +8,50 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "server/request_limits.h"
 #include "server/service.h"
+#include "server/tls.h"
 
 namespace memplan {
 
 // The most threads gRPC may use for the synchronous services, health and
-// reflection (grpc::ResourceQuota).
+// reflection (grpc::ResourceQuota), unless Options::max_threads says.
 inline constexpr int kSyncServiceThreads = 16;
+
+// HTTP/2 keepalive of the server's connections (gRPC's keepalive, see
+// grpc/doc/keepalive.md): the server pings idle connections to find dead
+// peers (a worker killed without a FIN, a NAT that dropped the flow), and
+// bounds how often clients may ping it.
+struct KeepaliveOptions {
+  // Ping a connection after this long without activity; > 0.
+  absl::Duration time = absl::Minutes(1);
+  // Close the connection when a ping is not acknowledged within this; > 0.
+  absl::Duration timeout = absl::Seconds(20);
+  // Clients may ping this often (their keepalive time must not be
+  // shorter); a client that pings more often than this more than
+  // max_ping_strikes times gets GOAWAY (ENHANCE_YOUR_CALM). >= 0.
+  absl::Duration min_ping_interval = absl::Seconds(10);
+  // Pings allowed below min_ping_interval before GOAWAY; 0: any number.
+  int max_ping_strikes = 2;
+  // Whether pings are sent and accepted on connections without calls (an
+  // idle worker's channel); false: gRPC's 2-hour floor applies to them.
+  bool permit_without_calls = true;
+};
+
+// Returns the gRPC channel arguments (name, value in ms or a count) that
+// configure `keepalive` on a server: GRPC_ARG_KEEPALIVE_TIME_MS,
+// GRPC_ARG_KEEPALIVE_TIMEOUT_MS, GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS,
+// GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA (0: the server's own pings are not
+// capped on a connection without calls),
+// GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS and
+// GRPC_ARG_HTTP2_MAX_PING_STRIKES. Durations above INT_MAX ms are clamped.
+std::vector<std::pair<std::string, int>> KeepaliveChannelArguments(
+    const KeepaliveOptions& keepalive);
 
 // Returns the default worker thread count: the hardware threads, at
 // least 2 (planning is CPU-bound; waiting calls hold no thread).
@@ -26,10 +60,23 @@ int DefaultWorkerThreads();
 class Server {
  public:
   struct Options {
-    // HOST:PORT to listen on, plaintext. Port 0 picks a free port (see
-    // port()). Empty: no listening port; only InProcessChannel() reaches the
-    // server.
+    // HOST:PORT to listen on (TLS when `tls` says, else plaintext). Port 0
+    // picks a free port (see port()). Empty: no listening port; only
+    // InProcessChannel() reaches the server.
     std::string listen = "127.0.0.1:50051";
+    // TLS or mutual TLS of the listening port (server/tls.h); all empty:
+    // plaintext.
+    ServerTlsFiles tls;
+    // A file of bearer tokens that memplan.v1 calls must present
+    // (server/auth.h); empty: none needed. Health and reflection stay open.
+    std::string auth_tokens_file;
+    // Per-request limits: counts and planning time (server/request_limits.h).
+    RequestLimits limits;
+    // HTTP/2 keepalive of the listening port's connections.
+    KeepaliveOptions keepalive;
+    // The most threads gRPC's resource quota gives the synchronous
+    // services (health, reflection); >= 1. Planning runs on worker_threads.
+    int max_threads = kSyncServiceThreads;
     // Largest message accepted or sent, in bytes. A larger request fails
     // with RESOURCE_EXHAUSTED (from gRPC itself); the server keeps serving.
     int max_message_bytes = 64 << 20;
@@ -62,9 +109,12 @@ class Server {
   // SERVING for "" and "memplan.v1.MemoryPlanner") and reflection
   // (grpc.reflection.v1alpha, able to describe all three). Redis, when
   // configured, is connected in the background: it need not be up. Returns
-  // INVALID_ARGUMENT for bad options (naming the option), FAILED_PRECONDITION
-  // when already started, UNAVAILABLE naming the address when it cannot
-  // listen there.
+  // INVALID_ARGUMENT for bad options (naming the option), NOT_FOUND for a
+  // TLS or token file that cannot be read (ServerCredentialsFor,
+  // TokenAuthenticator::FromFile, with their INVALID_ARGUMENTs),
+  // FAILED_PRECONDITION when already started, UNAVAILABLE naming the
+  // address when it cannot listen there (also: a certificate that does not
+  // match its key).
   absl::Status Start();
 
   // Returns the port bound after Start (the chosen one for port 0), or 0.

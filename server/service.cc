@@ -20,6 +20,7 @@
 #include "core/validator.h"
 #include "proto/graph_hash.h"
 #include "proto/grpc_status.h"
+#include "proto/status_details.h"
 
 namespace memplan {
 namespace {
@@ -117,9 +118,15 @@ bool IsDeadlineOrCancelled(const absl::Status& status) {
 class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
  public:
   // `counted`: a PlanMemory call, counted in calls_in_flight until ended.
+  // `request_type`: the request's message type, which the field paths of
+  // INVALID_ARGUMENT details are in.
   Call(MemoryPlannerService& service, grpc::CallbackServerContext& context,
-       grpc::ByteBuffer& response, bool counted)
-      : service_(service), response_(response), counted_(counted) {
+       grpc::ByteBuffer& response, bool counted,
+       const google::protobuf::Descriptor& request_type)
+      : service_(service),
+        response_(response),
+        counted_(counted),
+        request_type_(request_type) {
     if (counted_) {
       service_.calls_in_flight_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -138,9 +145,12 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
     Finish(grpc::Status::OK);
   }
 
-  // Ends the call with `status` (not OK).
+  // Ends the call with `status` (not OK), an INVALID_ARGUMENT with the
+  // google.rpc.BadRequest of the field its message names.
   void Fail(const absl::Status& status) {
-    if (Claim()) Finish(ToGrpcStatus(status));
+    if (Claim()) {
+      Finish(ToGrpcStatus(WithFieldViolationsFromMessage(status, request_type_)));
+    }
   }
 
   // Marks the call as waiting in a flight: `leave` takes its waiter back
@@ -187,6 +197,7 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
   MemoryPlannerService& service_;
   grpc::ByteBuffer& response_;
   const bool counted_;
+  const google::protobuf::Descriptor& request_type_;
   std::atomic<bool> ended_{false};
   std::atomic<bool> cancelled_{false};
   PlanContext plan_context_;
@@ -204,7 +215,10 @@ std::string ServiceCounters::ToString() const {
 }
 
 MemoryPlannerService::MemoryPlannerService(Options options)
-    : cache_(options.cache_bytes), workers_(options.worker_threads) {
+    : limits_(options.limits),
+      auth_(std::move(options.auth)),
+      cache_(options.cache_bytes),
+      workers_(options.worker_threads) {
   if (options.redis.has_value()) {
     redis_ = std::make_unique<RedisCache>(*std::move(options.redis));
   }
@@ -215,7 +229,15 @@ MemoryPlannerService::~MemoryPlannerService() = default;
 grpc::ServerUnaryReactor* MemoryPlannerService::PlanMemory(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  auto* call = new Call(*this, *context, *response, /*counted=*/true);
+  auto* call = new Call(*this, *context, *response, /*counted=*/true,
+                        *v1::PlanMemoryRequest::descriptor());
+  if (auth_ != nullptr) {
+    if (absl::Status status = auth_->Authenticate(context->client_metadata());
+        !status.ok()) {
+      call->Fail(status);
+      return call;
+    }
+  }
   const Digest digest = BytesDigest(*request);
   if (const std::optional<Digest> graph_hash = cache_.FindAlias(digest)) {
     if (std::shared_ptr<const std::string> stored =
@@ -246,7 +268,7 @@ void MemoryPlannerService::Answer(Call* call, const grpc::ByteBuffer& bytes,
         "the request does not parse as a memplan.v1.PlanMemoryRequest"));
     return;
   }
-  absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+  absl::StatusOr<ResolvedRequest> resolved = Resolve(request);
   if (!resolved.ok()) {
     call->Fail(resolved.status());
     return;
@@ -356,7 +378,15 @@ FlightOutcome MemoryPlannerService::Lead(const Miss& miss,
 grpc::ServerUnaryReactor* MemoryPlannerService::GetPlan(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  auto* call = new Call(*this, *context, *response, /*counted=*/false);
+  auto* call = new Call(*this, *context, *response, /*counted=*/false,
+                        *v1::GetPlanRequest::descriptor());
+  if (auth_ != nullptr) {
+    if (absl::Status status = auth_->Authenticate(context->client_metadata());
+        !status.ok()) {
+      call->Fail(status);
+      return call;
+    }
+  }
   v1::GetPlanRequest get;
   if (!ParseBytes(*request, get)) {
     call->Fail(absl::InvalidArgumentError(
@@ -397,13 +427,27 @@ grpc::ServerUnaryReactor* MemoryPlannerService::GetPlan(
 
 absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
     const v1::PlanMemoryRequest& request, const PlanContext& call) const {
-  absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+  absl::StatusOr<ResolvedRequest> resolved = Resolve(request);
   if (!resolved.ok()) return resolved.status();
   absl::StatusOr<Planned> planned =
       PlanNow(*resolved, GraphHash(*resolved), call);
   if (!planned.ok()) return planned.status();
   planned->response.set_cache(v1::CACHE_STATUS_MISS);
   return std::move(planned->response);
+}
+
+absl::StatusOr<ResolvedRequest> MemoryPlannerService::Resolve(
+    const v1::PlanMemoryRequest& request) const {
+  if (absl::Status status = CheckRequestLimits(request, limits_);
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+  if (!resolved.ok()) return resolved.status();
+  // Before the graph hash is taken: it names the budget searched.
+  resolved->time_budget =
+      std::min(resolved->time_budget, limits_.max_planning_time);
+  return resolved;
 }
 
 absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
@@ -422,10 +466,23 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
   // The budget counts from now; a caller's earlier search deadline stands.
   context.search_deadline =
       std::min(call.search_deadline, start + resolved.time_budget);
+  const absl::Time limit = start + limits_.max_planning_time;
+  context.deadline = std::min(call.deadline, limit);
   planner_runs_.fetch_add(1, std::memory_order_relaxed);
   absl::StatusOr<Plan> plan = planner->PlanProblem(resolved.problem, context);
   const absl::Duration planning_time = absl::Now() - start;
-  if (!plan.ok()) return plan.status();
+  if (!plan.ok()) {
+    if (plan.status().code() == absl::StatusCode::kDeadlineExceeded &&
+        limit < call.deadline) {
+      // This server's limit, not the caller's deadline, stopped it: asking
+      // again with a longer deadline would not help.
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "planning took longer than this server's limit of ",
+          absl::FormatDuration(limits_.max_planning_time),
+          " (--max_planning_time); strategy ", resolved.strategy));
+    }
+    return plan.status();
+  }
 
   if (absl::Status status = ValidatePlan(resolved.problem, *plan);
       !status.ok()) {

@@ -39,8 +39,10 @@
 #include "core/planner.h"
 #include "memplan/v1/memory_planner.grpc.pb.h"
 #include "proto/convert.h"
+#include "server/auth.h"
 #include "server/plan_cache.h"
 #include "server/redis_cache.h"
+#include "server/request_limits.h"
 #include "server/single_flight.h"
 #include "server/worker_pool.h"
 
@@ -77,6 +79,11 @@ class MemoryPlannerService final
     int worker_threads = 2;
     // The shared Redis cache; unset: none.
     std::optional<RedisOptions> redis;
+    // Per-request limits (server/request_limits.h).
+    RequestLimits limits;
+    // Bearer tokens memplan.v1 calls must present (server/auth.h); null:
+    // none needed.
+    std::shared_ptr<const TokenAuthenticator> auth;
   };
 
   MemoryPlannerService() : MemoryPlannerService(Options()) {}
@@ -85,15 +92,19 @@ class MemoryPlannerService final
   ~MemoryPlannerService() override;
 
   // Answers one PlanMemory call as the file comment says. Errors, converted
-  // by ToGrpcStatus (proto/grpc_status.h): PlanRequest's, INVALID_ARGUMENT
-  // for bytes that do not parse as a PlanMemoryRequest, and
+  // by ToGrpcStatus (proto/grpc_status.h): UNAUTHENTICATED without an
+  // accepted bearer token (when options.auth is set), INVALID_ARGUMENT for
+  // bytes that do not parse as a PlanMemoryRequest, PlanRequest's, and
   // DEADLINE_EXCEEDED when the call's deadline passes while it waits for an
-  // identical call's plan.
+  // identical call's plan. Every INVALID_ARGUMENT whose message names a
+  // field carries a google.rpc.BadRequest naming it
+  // (proto/status_details.h).
   grpc::ServerUnaryReactor* PlanMemory(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
 
-  // Answers one GetPlan call: the stored response of the graph hash with
+  // Answers one GetPlan call (UNAUTHENTICATED as PlanMemory's): the stored
+  // response of the graph hash with
   // cache LOCAL, else (with Redis, on a worker thread, bounded by the call's
   // deadline) Redis's with cache REDIS (then also stored locally). Returns
   // INVALID_ARGUMENT naming graph_hash when it is not 32 hex characters,
@@ -103,9 +114,11 @@ class MemoryPlannerService final
                                     grpc::ByteBuffer* response) override;
 
   // Returns the response to `request`, planned now (no cache):
-  // ResolveRequest (proto/convert.h), the strategy's planner
-  // (core/planners.h) under `call` with its search_deadline moved up to
-  // now + the time budget (default 100 ms), ValidatePlan
+  // CheckRequestLimits and ResolveRequest (proto/convert.h), the time budget
+  // (default 100 ms) lowered to options.limits.max_planning_time, the
+  // strategy's planner (core/planners.h) under `call` with its
+  // search_deadline moved up to now + the time budget and its deadline up
+  // to now + max_planning_time, ValidatePlan
   // (core/validator.h), PlanToResponse with stats, the graph hash
   // (proto/graph_hash.h) and cache status MISS. planning_micros is the
   // wall time of the planner alone, in microseconds.
@@ -116,7 +129,9 @@ class MemoryPlannerService final
   //                       cannot honour (e.g. inductor with a fixed_offset);
   //   RESOURCE_EXHAUSTED  from the planner, unchanged: no plan found fits
   //                       options.capacity_bytes (the message says by how
-  //                       many bytes);
+  //                       many bytes); a request over a count limit
+  //                       (CheckRequestLimits); planning that ran past
+  //                       max_planning_time before the call's deadline;
   //   DEADLINE_EXCEEDED / CANCELLED  from `call`, before or while planning;
   //   INTERNAL            a plan that fails ValidatePlan (a planner bug).
   absl::StatusOr<v1::PlanMemoryResponse> PlanRequest(
@@ -146,6 +161,10 @@ class MemoryPlannerService final
     Digest key;              // the graph hash's digest
   };
 
+  // Returns the first error of CheckRequestLimits and ResolveRequest, or
+  // the resolved request with its time budget lowered to the limit.
+  absl::StatusOr<ResolvedRequest> Resolve(
+      const v1::PlanMemoryRequest& request) const;
   // Plans `resolved` (graph hash `graph_hash`) under `call`; PlanRequest's
   // errors but INVALID_ARGUMENT for the request itself.
   absl::StatusOr<Planned> PlanNow(const ResolvedRequest& resolved,
@@ -167,6 +186,8 @@ class MemoryPlannerService final
   // Counts a PlanMemory response of `cache` status.
   void Count(v1::CacheStatus cache);
 
+  const RequestLimits limits_;
+  const std::shared_ptr<const TokenAuthenticator> auth_;  // null: open
   PlanCache cache_;
   SingleFlight flights_;
   std::unique_ptr<RedisCache> redis_;  // null: no Redis

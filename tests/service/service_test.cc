@@ -26,6 +26,7 @@
 #include "core/validator.h"
 #include "proto/convert.h"
 #include "proto/graph_hash.h"
+#include "proto/status_details.h"
 #include "server/server.h"
 #include "server/service.h"
 #include "tests/service/test_requests.h"
@@ -372,6 +373,17 @@ TEST_P(ServiceTest, EveryMalformedRequestIsInvalidArgumentAndServingGoesOn) {
         << response.status();
     for (const std::string& part : bad.message_parts) {
       EXPECT_THAT(std::string(response.status().message()), HasSubstr(part));
+    }
+    // The grpc-status-details-bin trailer names the field.
+    const std::vector<FieldViolation> violations =
+        FieldViolationsOf(response.status());
+    EXPECT_FALSE(violations.empty());
+    for (const FieldViolation& violation : violations) {
+      EXPECT_TRUE(
+          IsFieldPath(violation.field, *v1::PlanMemoryRequest::descriptor()))
+          << violation;
+      EXPECT_THAT(std::string(response.status().message()),
+                  HasSubstr(violation.description));
     }
     ExpectPlans(Small());
   }
