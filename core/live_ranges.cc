@@ -69,20 +69,6 @@ bool LiveRanges::Overlaps(const LiveRanges& other) const {
   return false;
 }
 
-bool LiveRanges::Overlaps(LiveRange range) const {
-  // The walk above, for a single range: every range of *this that begins at
-  // or before range.begin overlaps when it ends after range.begin (only the
-  // last of them can, ends being increasing); then the first range that
-  // begins after range.begin overlaps when range ends after its begin.
-  auto after = std::upper_bound(
-      ranges_.begin(), ranges_.end(), range.begin,
-      [](Timestep t, const LiveRange& r) { return t < r.begin; });
-  if (after != ranges_.begin() && std::prev(after)->end > range.begin) {
-    return true;
-  }
-  return after != ranges_.end() && range.end > after->begin;
-}
-
 std::ostream& operator<<(std::ostream& os, const LiveRanges& ranges) {
   os << "{";
   for (size_t i = 0; i < ranges.ranges().size(); ++i) {

@@ -3,6 +3,7 @@
 #ifndef MEMPLAN_CORE_LIVE_RANGES_H_
 #define MEMPLAN_CORE_LIVE_RANGES_H_
 
+#include <algorithm>
 #include <initializer_list>
 #include <ostream>
 #include <vector>
@@ -47,8 +48,27 @@ class LiveRanges {
   // true, [3,3).overlaps([3,5)) is false. O(size() + other.size()).
   bool Overlaps(const LiveRanges& other) const;
 
-  // Returns Overlaps(LiveRanges({range})), in O(log size()).
-  bool Overlaps(LiveRange range) const;
+  // Returns Overlaps(LiveRanges({range})), in O(log size()). Inline: the
+  // Inductor planner's tree walk calls it for most nodes it visits.
+  bool Overlaps(LiveRange range) const {
+    // The walk above, for a single range: every range of *this that begins
+    // at or before range.begin overlaps when it ends after range.begin
+    // (only the last of them can, ends being increasing); then the first
+    // range that begins after range.begin overlaps when range ends after
+    // its begin.
+    const LiveRange* first = ranges_.data();
+    const LiveRange* last = first + ranges_.size();
+    const LiveRange* after = first;
+    if (ranges_.size() <= 4) {
+      while (after != last && after->begin <= range.begin) ++after;
+    } else {
+      after = std::upper_bound(
+          first, last, range.begin,
+          [](Timestep t, const LiveRange& r) { return t < r.begin; });
+    }
+    if (after != first && (after - 1)->end > range.begin) return true;
+    return after != last && range.end > after->begin;
+  }
 
   friend bool operator==(const LiveRanges& a, const LiveRanges& b) {
     return a.ranges_ == b.ranges_;
