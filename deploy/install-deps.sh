@@ -7,6 +7,7 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev grpc-proto libxxhash-dev
+  prometheus-cpp-dev
 )
 
 missing=()

@@ -2,11 +2,16 @@
 //
 //   memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES]
 //                  [--worker_threads=N] [--shutdown_grace=DURATION]
+//                  [--metrics_listen=HOST:PORT] [--trace_dir=DIR]
+//                  [--trace_dir_max_bytes=BYTES]
+//                  [--log_level=info|warning|error|off]
 //
 // Prints "memplan-server listening on HOST:PORT" to stderr once serving
-// (the bound port, also for --listen=HOST:0). On SIGINT or SIGTERM it stops
-// accepting calls, lets calls in flight finish within --shutdown_grace, and
-// exits 0. Exits 1 when it cannot start.
+// (the bound port, also for --listen=HOST:0), after "memplan-server metrics
+// on http://HOST:PORT/metrics" when --metrics_listen is set. Then one log
+// line per call on stderr (server/call_log.h) at --log_level and above. On
+// SIGINT or SIGTERM it stops accepting calls, lets calls in flight finish
+// within --shutdown_grace, and exits 0. Exits 1 when it cannot start.
 #include <pthread.h>
 #include <signal.h>
 
@@ -18,6 +23,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/server.h"
 
@@ -31,13 +37,27 @@ ABSL_FLAG(int32_t, worker_threads, 0,
           "RESOURCE_EXHAUSTED); 0 means max(64, 4 * hardware threads)");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGINT/SIGTERM, how long calls in flight may still run");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus metrics on (HTTP GET /metrics), "
+          "e.g. 127.0.0.1:9464; port 0 picks a free port; empty: off");
+ABSL_FLAG(std::string, trace_dir, "",
+          "directory to write every plan's trace to (Chrome Trace Event "
+          "JSON, GRAPH_HASH.trace.json); empty: off");
+ABSL_FLAG(int64_t, trace_dir_max_bytes, int64_t{1} << 30,
+          "bytes the trace files in --trace_dir may total; the oldest are "
+          "deleted first");
+ABSL_FLAG(std::string, log_level, "info",
+          "one line per call on stderr at this level and above: info (every "
+          "call), warning (failed calls), error (server failures) or off");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Serves memplan.v1.MemoryPlanner (with gRPC health and reflection) "
       "until SIGINT or SIGTERM.\n"
       "Usage: memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES] "
-      "[--worker_threads=N] [--shutdown_grace=DURATION]");
+      "[--worker_threads=N] [--shutdown_grace=DURATION] "
+      "[--metrics_listen=HOST:PORT] [--trace_dir=DIR] "
+      "[--trace_dir_max_bytes=BYTES] [--log_level=info|warning|error|off]");
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     std::fprintf(stderr, "memplan-server: unexpected argument \"%s\"\n",
@@ -53,7 +73,19 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  const absl::StatusOr<memplan::LogLevel> log_level =
+      memplan::ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  if (!log_level.ok()) {
+    std::fprintf(stderr, "memplan-server: --log_level: %s\n",
+                 std::string(log_level.status().message()).c_str());
+    return 1;
+  }
+
   memplan::Server::Options options;
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.trace_dir = absl::GetFlag(FLAGS_trace_dir);
+  options.trace_dir_max_bytes = absl::GetFlag(FLAGS_trace_dir_max_bytes);
+  options.log_level = *log_level;
   options.listen = absl::GetFlag(FLAGS_listen);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   if (absl::GetFlag(FLAGS_worker_threads) != 0) {
@@ -63,6 +95,12 @@ int main(int argc, char** argv) {
   if (absl::Status status = server.Start(); !status.ok()) {
     std::fprintf(stderr, "memplan-server: %s\n", status.ToString().c_str());
     return 1;
+  }
+  if (server.metrics_port() != 0) {
+    const std::string& metrics = options.metrics_listen;
+    std::fprintf(stderr, "memplan-server metrics on http://%s:%d/metrics\n",
+                 metrics.substr(0, metrics.rfind(':')).c_str(),
+                 server.metrics_port());
   }
   std::fprintf(stderr, "memplan-server listening on %s\n",
                server.address().c_str());

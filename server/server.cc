@@ -23,7 +23,8 @@ int DefaultWorkerThreads() {
   return std::max(64, 4 * static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-Server::Server(Options options) : options_(std::move(options)) {}
+Server::Server(Options options)
+    : options_(std::move(options)), log_(options_.log_level, stderr) {}
 
 Server::~Server() { Shutdown(absl::ZeroDuration()); }
 
@@ -40,6 +41,24 @@ absl::Status Server::Start() {
     return absl::InvalidArgumentError(absl::StrCat(
         "worker_threads must be >= 2, got ", options_.worker_threads));
   }
+
+  if (!options_.trace_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<TraceDirectory>> traces =
+        TraceDirectory::Open(options_.trace_dir, options_.trace_dir_max_bytes);
+    if (!traces.ok()) return traces.status();
+    traces_ = *std::move(traces);
+  }
+  if (!options_.metrics_listen.empty()) {
+    if (absl::Status status = metrics_.Serve(options_.metrics_listen);
+        !status.ok()) {
+      return status;
+    }
+  }
+  MemoryPlannerService::Observers observers;
+  observers.metrics = &metrics_;
+  observers.log = &log_;
+  observers.traces = traces_.get();
+  service_ = std::make_unique<MemoryPlannerService>(observers);
 
   // Reflection describes services from the generated descriptor pool, and
   // gRPC's built-in health service brings no descriptors of its own: using
@@ -62,7 +81,7 @@ absl::Status Server::Start() {
   grpc::ResourceQuota quota("memplan-server");
   quota.SetMaxThreads(options_.worker_threads);
   builder.SetResourceQuota(quota);
-  builder.RegisterService(&service_);
+  builder.RegisterService(service_.get());
 
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || (!options_.listen.empty() && port_ == 0)) {

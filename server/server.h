@@ -5,12 +5,16 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "server/call_log.h"
+#include "server/metrics.h"
 #include "server/service.h"
+#include "server/trace_dir.h"
 
 namespace memplan {
 
@@ -34,6 +38,19 @@ class Server {
     // call holds one thread; gRPC's pollers hold a few more). Planning is
     // CPU-bound: threads beyond the cores share them.
     int worker_threads = DefaultWorkerThreads();
+    // HOST:PORT to serve Prometheus metrics on, as HTTP GET /metrics
+    // (server/metrics.h lists them); port 0 picks a free port (see
+    // metrics_port()). Empty: not served (they are still counted).
+    std::string metrics_listen;
+    // Directory to write the trace of every plan to, one file per graph
+    // hash (server/trace_dir.h); created when missing. Empty: none.
+    std::string trace_dir;
+    // Bytes the trace files in trace_dir may total (> 0); the oldest are
+    // deleted first.
+    int64_t trace_dir_max_bytes = int64_t{1} << 30;
+    // The lowest level of the log lines written to stderr, one per call
+    // (server/call_log.h); kOff writes none.
+    LogLevel log_level = LogLevel::kOff;
   };
 
   explicit Server(Options options);
@@ -45,9 +62,11 @@ class Server {
 
   // Starts serving memplan.v1.MemoryPlanner, grpc.health.v1.Health (status
   // SERVING for "" and "memplan.v1.MemoryPlanner") and reflection
-  // (grpc.reflection.v1alpha, able to describe all three). Returns
+  // (grpc.reflection.v1alpha, able to describe all three); and, as the
+  // options say, metrics over HTTP and traces into trace_dir. Returns
   // INVALID_ARGUMENT for bad options, FAILED_PRECONDITION when already
-  // started, UNAVAILABLE naming the address when it cannot listen there.
+  // started, UNAVAILABLE naming the address (or directory) when it cannot
+  // listen there (or create it).
   absl::Status Start();
 
   // Returns the port bound after Start (the chosen one for port 0), or 0.
@@ -57,8 +76,15 @@ class Server {
   // not listening.
   std::string address() const;
 
-  // Returns the MemoryPlanner service this server runs.
-  const MemoryPlannerService& service() const { return service_; }
+  // Returns the port metrics are served on after Start, or 0 when not.
+  int metrics_port() const { return metrics_.port(); }
+
+  // Returns the server's metrics (counted whether served or not).
+  const ServiceMetrics& metrics() const { return metrics_; }
+
+  // Returns the MemoryPlanner service this server runs. Only after a
+  // successful Start.
+  const MemoryPlannerService& service() const { return *service_; }
 
   // Returns a channel to this server that bypasses the network (for tests),
   // or nullptr before Start. Its client side accepts messages of any size.
@@ -73,7 +99,10 @@ class Server {
 
  private:
   Options options_;
-  MemoryPlannerService service_;
+  ServiceMetrics metrics_;
+  CallLog log_;
+  std::unique_ptr<TraceDirectory> traces_;  // null without trace_dir
+  std::unique_ptr<MemoryPlannerService> service_;  // made by Start
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

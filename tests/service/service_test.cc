@@ -1,8 +1,13 @@
 // Tests of the MemoryPlanner service (server/) through the client library
 // (client/), on an in-process channel: plans of every strategy, capacity,
 // pinned offsets and per-buffer alignments, every malformed-request case,
-// health, deadlines, time budgets and message size limits.
+// health, deadlines, time budgets and message size limits; the call's trace
+// (its phase spans nest in time) and the bounded trace directory.
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <regex>
 #include <set>
@@ -14,10 +19,13 @@
 #include "gtest/gtest.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "core/planners.h"
 #include "core/validator.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "proto/convert.h"
 #include "server/server.h"
 #include "server/service.h"
@@ -235,6 +243,74 @@ TEST_P(ServiceTest, PlansASmallProblem) {
   EXPECT_GE(response.stats().planning_micros(), 0);
   EXPECT_THAT(response.graph_hash(), MatchesRegex("[0-9a-f]{32}"));
   EXPECT_EQ(response.cache(), v1::CACHE_STATUS_MISS);
+}
+
+// A phase span of the call's trace: [begin, end) in microseconds.
+struct TracedSpan {
+  std::string name;
+  double begin = 0;
+  double end = 0;
+  double duration = 0;  // as printed: end - begin may differ in the last bit
+};
+
+// Returns the phase spans of `trace_json` in order, with a test failure
+// when it does not parse.
+std::vector<TracedSpan> PhaseSpansOf(const std::string& trace_json) {
+  google::protobuf::Struct trace;
+  const auto status =
+      google::protobuf::util::JsonStringToMessage(trace_json, &trace);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  std::vector<TracedSpan> spans;
+  for (const google::protobuf::Value& value :
+       trace.fields().at("traceEvents").list_value().values()) {
+    const auto& event = value.struct_value().fields();
+    const auto cat = event.find("cat");
+    if (cat == event.end() || cat->second.string_value() != "phase") continue;
+    const double ts = event.at("ts").number_value();
+    const double dur = event.at("dur").number_value();
+    spans.push_back({event.at("name").string_value(), ts, ts + dur, dur});
+  }
+  return spans;
+}
+
+// The trace comes back only when asked for; its phase spans follow each
+// other inside the call's span, and the plan span is planning_micros long.
+TEST_P(ServiceTest, TraceOnlyWhenAskedAndSpansNestInTime) {
+  v1::PlanMemoryRequest request = Small();
+  const v1::PlanMemoryResponse plain = ExpectPlans(request);
+  EXPECT_EQ(plain.trace_json(), "");
+  request.mutable_options()->set_include_trace(true);
+  const v1::PlanMemoryResponse traced = ExpectPlans(request);
+  ASSERT_NE(traced.trace_json(), "");
+  // Tracing changes neither the plan nor its hash.
+  EXPECT_EQ(traced.graph_hash(), plain.graph_hash());
+  EXPECT_EQ(traced.pools_size(), plain.pools_size());
+
+  const std::vector<TracedSpan> spans = PhaseSpansOf(traced.trace_json());
+  const std::string strategy = GetParam() == v1::STRATEGY_UNSPECIFIED
+                                   ? std::string("auto")
+                                   : StrategyName(GetParam()).value();
+  std::vector<std::string> names;
+  for (const TracedSpan& span : spans) names.push_back(span.name);
+  EXPECT_THAT(names, ::testing::ElementsAre(
+                         "PlanMemory", "decode", "validate", "hash",
+                         "cache_lookup", "plan " + strategy, "validate_plan",
+                         "encode"));
+  ASSERT_EQ(spans.size(), 8u);
+  const TracedSpan& root = spans[0];
+  EXPECT_EQ(root.begin, 0);
+  for (size_t i = 1; i < spans.size(); ++i) {
+    SCOPED_TRACE(spans[i].name);
+    EXPECT_LE(spans[i].begin, spans[i].end);
+    EXPECT_LE(root.begin, spans[i].begin);
+    EXPECT_LE(spans[i].end, root.end);
+    if (i > 1) {
+      EXPECT_LE(spans[i - 1].end, spans[i].begin);
+    }
+  }
+  // planning_micros: the plan span's length in whole microseconds.
+  EXPECT_EQ(traced.stats().planning_micros(),
+            static_cast<int64_t>(spans[5].duration));
 }
 
 TEST_P(ServiceTest, GraphHashIgnoresNamesAndFollowsSizes) {
@@ -658,6 +734,48 @@ TEST(ServerTest, BindsAFreePortAndReportsIt) {
   EXPECT_THAT(std::string(status.message()), HasSubstr(server.address()));
 }
 
+// After many plans the trace directory holds at most its bound, the
+// newest trace among its files, byte for byte the one returned.
+TEST(ServerTest, TraceDirStaysUnderItsBound) {
+  namespace fs = std::filesystem;
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/service_traces_", getpid());
+  fs::remove_all(dir);
+  Server::Options options;
+  options.listen = "";
+  options.trace_dir = dir;
+  options.trace_dir_max_bytes = 40000;
+  Server server(options);
+  ASSERT_EQ(server.Start(), absl::OkStatus());
+  MemplanClient client(server.InProcessChannel());
+  size_t files = 0;
+  for (int i = 0; i < 60; ++i) {
+    v1::PlanMemoryRequest request = LargeRequest(5 + i % 20);
+    request.mutable_options()->set_strategy(v1::STRATEGY_BEST_FIT);
+    request.mutable_options()->set_include_trace(true);
+    request.mutable_buffers(0)->set_size_bytes(64 * (i + 1));  // a new hash
+    const absl::StatusOr<v1::PlanMemoryResponse> response =
+        client.PlanMemory(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    int64_t bytes = 0;
+    files = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      bytes += static_cast<int64_t>(entry.file_size());
+      ++files;
+    }
+    ASSERT_LE(bytes, options.trace_dir_max_bytes) << "after plan " << i;
+    const std::string path =
+        absl::StrCat(dir, "/", response->graph_hash(), ".trace.json");
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(in.good()) << path;
+    const std::string written((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    EXPECT_EQ(written, response->trace_json());
+  }
+  EXPECT_LT(files, 60u) << "the bound never made the server delete a trace";
+  EXPECT_GT(files, 1u);
+}
+
 TEST(ServerTest, RejectsBadOptions) {
   Server::Options options;
   options.listen = "";
@@ -665,6 +783,10 @@ TEST(ServerTest, RejectsBadOptions) {
   EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument);
   options.worker_threads = 4;
   options.max_message_bytes = 0;
+  EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument);
+  options.max_message_bytes = 1 << 20;
+  options.trace_dir = ::testing::TempDir();
+  options.trace_dir_max_bytes = 0;
   EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument);
 }
 
