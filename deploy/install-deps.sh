@@ -7,7 +7,7 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev grpc-proto libxxhash-dev
-  prometheus-cpp-dev
+  prometheus-cpp-dev libpng-dev chromium
 )
 
 missing=()
