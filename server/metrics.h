@@ -60,7 +60,8 @@ class ServiceMetrics {
   // ("HOST:PORT"; port 0 picks a free port, see port()). Returns
   // INVALID_ARGUMENT for a `listen` without a port, FAILED_PRECONDITION
   // when already serving, UNAVAILABLE naming the address when it cannot
-  // listen there.
+  // listen there. Serving stops with this object; once a scrape was
+  // answered, stopping takes about 2 s (civetweb's poll interval).
   absl::Status Serve(const std::string& listen);
 
   // Returns the port /metrics is served on, or 0 when not serving.

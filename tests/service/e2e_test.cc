@@ -1,6 +1,7 @@
 // End-to-end tests of the two binaries: a real memplan-server on a free
 // port, driven by the memplan tool, a health client and a reflection client
-// (grpc.reflection.v1alpha, generated here from grpc-proto's .proto).
+// (grpc.reflection.v1alpha, generated here from grpc-proto's .proto); the
+// tool's trace and pictures, the server's trace directory, metrics and log.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -25,10 +27,12 @@
 #include "client/client.h"
 #include "core/types.h"
 #include "google/protobuf/descriptor.pb.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "proto/convert.h"
 #include "proto/graph_files.h"
+#include "tests/service/scrape.h"
 
 extern char** environ;
 
@@ -36,6 +40,7 @@ namespace memplan {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace reflection = ::grpc::reflection::v1alpha;
 
 constexpr char kServerBinary[] = MEMPLAN_SERVER_BINARY;
@@ -109,16 +114,24 @@ RunResult RunToExit(const std::vector<std::string>& argv) {
 // A memplan-server process on a free port of 127.0.0.1.
 class ServerProcess {
  public:
-  // Starts the server and waits (up to 30 s) for its "listening on" line.
-  absl::Status Start() {
+  // Starts the server with `flags` after --listen=127.0.0.1:0 and waits
+  // (up to 30 s) for its "listening on" line.
+  absl::Status Start(const std::vector<std::string>& flags = {}) {
     stderr_path_ = TempPath("server_err");
-    pid_ = Spawn({kServerBinary, "--listen=127.0.0.1:0"}, "/dev/null",
-                 stderr_path_);
+    std::vector<std::string> argv = {kServerBinary, "--listen=127.0.0.1:0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    pid_ = Spawn(argv, "/dev/null", stderr_path_);
     if (pid_ < 0) return absl::InternalError("cannot start memplan-server");
     const absl::Time give_up = absl::Now() + absl::Seconds(30);
     constexpr absl::string_view kListening = "memplan-server listening on ";
+    constexpr absl::string_view kMetrics =
+        "memplan-server metrics on http://127.0.0.1:";
     while (absl::Now() < give_up) {
       for (absl::string_view line : absl::StrSplit(ReadAll(stderr_path_), '\n')) {
+        if (absl::ConsumePrefix(&line, kMetrics) &&
+            absl::ConsumeSuffix(&line, "/metrics")) {
+          if (!absl::SimpleAtoi(line, &metrics_port_)) metrics_port_ = 0;
+        }
         if (absl::ConsumePrefix(&line, kListening)) {
           address_ = std::string(line);
           return absl::OkStatus();
@@ -154,10 +167,13 @@ class ServerProcess {
 
   bool running() const { return pid_ > 0; }
   const std::string& address() const { return address_; }
+  // The port of /metrics, when started with --metrics_listen; else 0.
+  int metrics_port() const { return metrics_port_; }
   std::string stderr_text() const { return ReadAll(stderr_path_); }
 
  private:
   pid_t pid_ = -1;
+  int metrics_port_ = 0;
   std::string stderr_path_;
   std::string address_;  // HOST:PORT
 };
@@ -389,6 +405,9 @@ TEST_F(EndToEndTest, UsageErrorsExitNonZero) {
   EXPECT_THAT(help.out + help.err, HasSubstr("memplan plan"));
   EXPECT_THAT(help.out + help.err, HasSubstr("--capacity"));
   EXPECT_THAT(help.out + help.err, HasSubstr("--time_budget"));
+  EXPECT_THAT(help.out + help.err, HasSubstr("--trace"));
+  EXPECT_THAT(help.out + help.err, HasSubstr("--svg"));
+  EXPECT_THAT(help.out + help.err, HasSubstr("--html"));
 }
 
 TEST_F(EndToEndTest, HealthIsServing) {
@@ -400,6 +419,133 @@ TEST_F(EndToEndTest, HealthIsServing) {
   const auto status = client.HealthCheck("memplan.v1.MemoryPlanner");
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(*status, grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+// --trace, --svg and --html write the call's trace and pictures of its
+// plan; the printed response leaves the trace out.
+TEST_F(EndToEndTest, TraceSvgAndHtmlFiles) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/gpt2_train.forward.outputs.json");
+  const std::string trace = TempPath("plan.trace.json");
+  const std::string svg = TempPath("plan.svg");
+  const std::string html = TempPath("plan.html");
+  const RunResult run =
+      Memplan({"plan", "--strategy=inductor", absl::StrCat("--trace=", trace),
+               absl::StrCat("--svg=", svg), absl::StrCat("--html=", html), file});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const v1::PlanMemoryResponse response = ParseResponse(run.out);
+  EXPECT_EQ(response.trace_json(), "");
+
+  google::protobuf::Struct parsed;
+  const auto status =
+      google::protobuf::util::JsonStringToMessage(ReadAll(trace), &parsed);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(parsed.fields().at("otherData").struct_value().fields().at(
+                "graph_hash").string_value(),
+            response.graph_hash());
+  int slices = 0;
+  for (const auto& event : parsed.fields().at("traceEvents").list_value().values()) {
+    const auto& fields = event.struct_value().fields();
+    const auto cat = fields.find("cat");
+    if (cat != fields.end() && (cat->second.string_value() == "output" ||
+                                cat->second.string_value() == "intermediate")) {
+      ++slices;
+    }
+  }
+  EXPECT_EQ(slices, response.assignments_size());
+
+  EXPECT_TRUE(absl::StartsWith(ReadAll(svg), "<svg "));
+  EXPECT_THAT(ReadAll(svg), HasSubstr("planner inductor"));
+  EXPECT_TRUE(absl::StartsWith(ReadAll(html), "<!DOCTYPE html>"));
+
+  // One FILE only.
+  EXPECT_EQ(Memplan({"plan", absl::StrCat("--svg=", svg), file, file}).exit_code,
+            2);
+  // A file that cannot be written fails the call's file.
+  const RunResult unwritable =
+      Memplan({"plan", "--svg=/nonexistent/dir/plan.svg", file});
+  EXPECT_EQ(unwritable.exit_code, 1);
+  EXPECT_THAT(unwritable.err, HasSubstr("/nonexistent/dir/plan.svg"));
+}
+
+// The server's flags: a trace per plan in --trace_dir, metrics at
+// --metrics_listen that count the calls, a log line per call at
+// --log_level.
+TEST(EndToEndServerFlagsTest, TraceDirMetricsAndLogLines) {
+  const std::string dir = TempPath("traces");
+  ServerProcess server;
+  ASSERT_EQ(server.Start({"--metrics_listen=127.0.0.1:0",
+                          absl::StrCat("--trace_dir=", dir),
+                          "--trace_dir_max_bytes=100000000",
+                          "--log_level=info"}),
+            absl::OkStatus());
+  ASSERT_GT(server.metrics_port(), 0) << server.stderr_text();
+  const std::vector<std::string> files = {
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json"),
+      absl::StrCat(kCorpusDir, "/gpt2_train.forward.outputs.json")};
+  const std::string bad = TempPath("bad.csv");
+  std::ofstream(bad) << "id,lower,upper,size\na,0,4,16\na,2,6,16\n";
+  const RunResult run =
+      RunToExit({kCliBinary, "plan", "--server=" + server.address(),
+                 "--strategy=best_fit", files[0], files[1], bad});
+  EXPECT_EQ(run.exit_code, 1);
+  const std::vector<std::string> lines =
+      absl::StrSplit(run.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << run.out << run.err;
+
+  const std::string log = server.stderr_text();
+  for (const std::string& line : lines) {
+    const v1::PlanMemoryResponse response = ParseResponse(line);
+    SCOPED_TRACE(response.graph_hash());
+    EXPECT_TRUE(std::ifstream(absl::StrCat(dir, "/", response.graph_hash(),
+                                           ".trace.json"))
+                    .good());
+    EXPECT_THAT(log, HasSubstr(absl::StrCat(
+                         "method=PlanMemory code=OK graph_hash=",
+                         response.graph_hash(), " buffers=",
+                         response.assignments_size(),
+                         " devices=1 strategy=best_fit winner=",
+                         response.stats().planner(), " cache=MISS micros=")));
+  }
+  EXPECT_THAT(log, HasSubstr("level=warning method=PlanMemory "
+                             "code=INVALID_ARGUMENT"));
+  EXPECT_THAT(log, HasSubstr("error=\"buffers[1] (\\\"a\\\")"));
+
+  const absl::StatusOr<std::string> metrics =
+      HttpGet(server.metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const std::map<std::string, double> samples = ParseSamples(*metrics);
+  EXPECT_EQ(SampleOr0(samples, "memplan_requests_total{code=\"OK\","
+                               "method=\"PlanMemory\"}"),
+            2);
+  EXPECT_EQ(SampleOr0(samples, "memplan_requests_total{code=\"INVALID_"
+                               "ARGUMENT\",method=\"PlanMemory\"}"),
+            1);
+  EXPECT_EQ(SampleOr0(samples, "memplan_cache_misses_total"), 2);
+  EXPECT_EQ(SampleOr0(samples, "memplan_planning_duration_seconds_count{"
+                               "strategy=\"best_fit\"}"),
+            2);
+  EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
+}
+
+TEST(EndToEndServerFlagsTest, LogLevelWarningLeavesOutPlannedCalls) {
+  ServerProcess server;
+  ASSERT_EQ(server.Start({"--log_level=warning"}), absl::OkStatus());
+  const RunResult run = RunToExit(
+      {kCliBinary, "plan", "--server=" + server.address(),
+       absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json")});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(server.Stop(), 0);
+  EXPECT_THAT(server.stderr_text(), Not(HasSubstr("method=PlanMemory")));
+}
+
+TEST(EndToEndServerFlagsTest, BadFlagsStopTheStart) {
+  ServerProcess server;
+  EXPECT_FALSE(server.Start({"--log_level=verbose"}).ok());
+  EXPECT_THAT(server.stderr_text(), HasSubstr("info, warning, error, off"));
+  ServerProcess unwritable;
+  EXPECT_FALSE(unwritable.Start({"--trace_dir=/proc/memplan-traces"}).ok());
+  EXPECT_THAT(unwritable.stderr_text(), HasSubstr("/proc/memplan-traces"));
 }
 
 // Sends `request` on a fresh ServerReflectionInfo stream to `address` and

@@ -13,9 +13,36 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 
 namespace memplan {
+
+namespace {
+
+// Returns true when `answer` holds its headers and as many body bytes as
+// its Content-Length says.
+bool AnswerIsComplete(const std::string& answer) {
+  const size_t body = answer.find("\r\n\r\n");
+  if (body == std::string::npos) return false;
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(answer).substr(0, body), "\r\n")) {
+    const size_t colon = line.find(':');
+    if (colon == absl::string_view::npos ||
+        !absl::EqualsIgnoreCase(line.substr(0, colon), "content-length")) {
+      continue;
+    }
+    size_t length = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(colon + 1)),
+                          &length)) {
+      return false;
+    }
+    return answer.size() - (body + 4) >= length;
+  }
+  return false;
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
                                     absl::Duration timeout) {
@@ -56,6 +83,7 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     answer.append(buffer, static_cast<size_t>(n));
+    if (AnswerIsComplete(answer)) break;  // the server may keep it open
   }
   close(fd);
   const size_t body = answer.find("\r\n\r\n");
