@@ -316,7 +316,8 @@ int RunPlan(const std::vector<std::string>& files) {
     std::fprintf(stderr, "memplan plan: no FILE given\n");
     return kExitUsage;
   }
-  const Artifacts artifacts{absl::GetFlag(FLAGS_trace), absl::GetFlag(FLAGS_svg),
+  const Artifacts artifacts{absl::GetFlag(FLAGS_trace),
+                            absl::GetFlag(FLAGS_svg),
                             absl::GetFlag(FLAGS_html)};
   if (artifacts.any() && files.size() != 1) {
     std::fprintf(stderr,

@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/stats.h"
+#include "proto/plan_by_device.h"
 
 namespace memplan {
 namespace {
@@ -34,12 +34,23 @@ std::string Xml(absl::string_view text) {
   escaped.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': escaped += "&amp;"; break;
-      case '<': escaped += "&lt;"; break;
-      case '>': escaped += "&gt;"; break;
-      case '"': escaped += "&quot;"; break;
-      case '\'': escaped += "&#39;"; break;
-      default: escaped += c;
+      case '&':
+        escaped += "&amp;";
+        break;
+      case '<':
+        escaped += "&lt;";
+        break;
+      case '>':
+        escaped += "&gt;";
+        break;
+      case '"':
+        escaped += "&quot;";
+        break;
+      case '\'':
+        escaped += "&#39;";
+        break;
+      default:
+        escaped += c;
     }
   }
   return escaped;
@@ -73,53 +84,18 @@ Timestep TickStep(Timestep span) {
   }
 }
 
-struct Device {
-  std::string name;
-  Bytes lower_bound = 0;  // bytes
-  Bytes total = 0;        // bytes of its pools
-  std::vector<size_t> pools;
-};
-
-struct Layout {
-  std::vector<Device> devices;
-  std::vector<size_t> pool_device;  // per pool, index into devices
-  std::vector<Bytes> pool_base;     // per pool, bytes below it in its panel
-};
-
-absl::StatusOr<Layout> LayOut(const Problem& problem, const Plan& plan) {
-  if (plan.assignments.size() != problem.buffers.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the plan has ", plan.assignments.size(), " assignments for ",
-        problem.buffers.size(), " buffers"));
-  }
-  for (size_t i = 0; i < plan.assignments.size(); ++i) {
-    const int32_t pool = plan.assignments[i].pool;
-    if (pool < 0 || static_cast<size_t>(pool) >= plan.pools.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "buffers[", i, "] is assigned to pool #", pool, " of ",
-          plan.pools.size()));
+// Returns, per pool, the bytes below it in its device's panel: the sizes
+// of the device's earlier pools.
+std::vector<Bytes> PoolBases(const Plan& plan, const PlanByDevice& layout) {
+  std::vector<Bytes> bases(plan.pools.size(), 0);
+  for (const PlanDevice& device : layout.devices) {
+    Bytes below = 0;
+    for (const size_t p : device.pools) {
+      bases[p] = below;
+      below += plan.pools[p].size;
     }
   }
-  Layout layout;
-  absl::flat_hash_map<std::string, size_t> device_index;
-  for (const DeviceBound& bound : LowerBoundPerDevice(problem)) {
-    device_index.emplace(bound.device, layout.devices.size());
-    layout.devices.push_back({bound.device, bound.bytes, 0, {}});
-  }
-  for (size_t p = 0; p < plan.pools.size(); ++p) {
-    const auto it = device_index.find(plan.pools[p].device);
-    if (it == device_index.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("pool ", plan.pools[p].name, " is on device \"",
-                       plan.pools[p].device, "\", which no buffer has"));
-    }
-    Device& device = layout.devices[it->second];
-    layout.pool_device.push_back(it->second);
-    layout.pool_base.push_back(device.total);
-    device.total += plan.pools[p].size;
-    device.pools.push_back(p);
-  }
-  return layout;
+  return bases;
 }
 
 // Returns "kind: names, size bytes at offset of pool (device), live
@@ -127,25 +103,26 @@ absl::StatusOr<Layout> LayOut(const Problem& problem, const Plan& plan) {
 std::string HoverText(const Problem& problem, const Plan& plan, size_t i) {
   const Buffer& buffer = problem.buffers[i];
   const Pool& pool = plan.pools[plan.assignments[i].pool];
-  return absl::StrCat(
-      absl::StrJoin(buffer.names, ", "), "\n",
-      buffer.is_output ? "output" : "intermediate", ", ", buffer.size,
-      " bytes (", HumanBytes(buffer.size), ")\noffset ",
-      plan.assignments[i].offset, " in ", pool.name, " (", pool.device, ", ",
-      pool.size, " bytes)\nlive [", buffer.live_range.begin, ",",
-      buffer.live_range.end, ")");
+  return absl::StrCat(absl::StrJoin(buffer.names, ", "), "\n",
+                      buffer.is_output ? "output" : "intermediate", ", ",
+                      buffer.size, " bytes (", HumanBytes(buffer.size),
+                      ")\noffset ", plan.assignments[i].offset, " in ",
+                      pool.name, " (", pool.device, ", ", pool.size,
+                      " bytes)\nlive [", buffer.live_range.begin, ",",
+                      buffer.live_range.end, ")");
 }
 
 absl::StatusOr<std::string> Render(const Problem& problem, const Plan& plan,
                                    const PictureOptions& options,
                                    bool hover_titles) {
   if (options.width < 400 || options.height < 300) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the picture must be at least 400 x 300 pixels, got ",
-        options.width, " x ", options.height));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the picture must be at least 400 x 300 pixels, got ",
+                     options.width, " x ", options.height));
   }
-  absl::StatusOr<Layout> layout = LayOut(problem, plan);
+  absl::StatusOr<PlanByDevice> layout = GroupPlanByDevice(problem, plan);
   if (!layout.ok()) return layout.status();
+  const std::vector<Bytes> pool_base = PoolBases(plan, *layout);
 
   const double width = options.width, height = options.height;
   const double plot_left = kLeft, plot_right = width - kRight;
@@ -169,17 +146,17 @@ absl::StatusOr<std::string> Render(const Problem& problem, const Plan& plan,
     return kTop + panel_space * (d + 1) - kPanelGap;
   };
   const auto y_of = [&](size_t d, Bytes bytes) {
-    const Bytes total = std::max<Bytes>(layout->devices[d].total, 1);
+    const Bytes total = std::max<Bytes>(layout->devices[d].pool_bytes, 1);
     return panel_bottom(d) - panel_height * static_cast<double>(bytes) /
                                  static_cast<double>(total);
   };
 
-  std::string svg = absl::StrCat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", options.width,
-      "\" height=\"", options.height, "\" viewBox=\"0 0 ", options.width, " ",
-      options.height,
-      "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
+  std::string svg =
+      absl::StrCat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"",
+                   options.width, "\" height=\"", options.height,
+                   "\" viewBox=\"0 0 ", options.width, " ", options.height,
+                   "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                   "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
 
   // The legend: title, kinds, totals.
   int outputs = 0;
@@ -197,67 +174,65 @@ absl::StatusOr<std::string> Render(const Problem& problem, const Plan& plan,
           : std::string("n/a");
   absl::StrAppend(
       &svg, "<text x=\"12\" y=\"20\" font-size=\"15\" font-weight=\"bold\">",
-      Xml(options.title.empty() ? "memplan plan" : options.title),
-      "</text>\n");
-  absl::StrAppend(
-      &svg, "<text x=\"", Px(width - 12),
-      "\" y=\"20\" text-anchor=\"end\">", problem.buffers.size(),
-      " buffers in ", plan.pools.size(), " pools; pools total ",
-      HumanBytes(total), " = ", ratio, " x lower bound ",
-      HumanBytes(lower_bound), "; peak ",
-      HumanBytes(PeakPoolBytes(problem, plan)),
-      options.planner.empty() ? "" : "; planner ", Xml(options.planner),
-      "</text>\n");
+      Xml(options.title.empty() ? "memplan plan" : options.title), "</text>\n");
+  absl::StrAppend(&svg, "<text x=\"", Px(width - 12),
+                  "\" y=\"20\" text-anchor=\"end\">", problem.buffers.size(),
+                  " buffers in ", plan.pools.size(), " pools; pools total ",
+                  HumanBytes(total), " = ", ratio, " x lower bound ",
+                  HumanBytes(lower_bound), "; peak ",
+                  HumanBytes(PeakPoolBytes(problem, plan)),
+                  options.planner.empty() ? "" : "; planner ",
+                  Xml(options.planner), "</text>\n");
   absl::StrAppend(
       &svg, "<rect x=\"12\" y=\"32\" width=\"14\" height=\"14\" fill=\"",
       kOutputColor, "\"/><text x=\"32\" y=\"44\">output: ", outputs,
       " buffers, ", HumanBytes(output_bytes), "</text>\n",
       "<rect x=\"262\" y=\"32\" width=\"14\" height=\"14\" fill=\"",
-      kIntermediateColor, "\"/><text x=\"282\" y=\"44\">intermediate: ",
-      intermediates, " buffers, ", HumanBytes(intermediate_bytes),
-      "</text>\n",
+      kIntermediateColor,
+      "\"/><text x=\"282\" y=\"44\">intermediate: ", intermediates,
+      " buffers, ", HumanBytes(intermediate_bytes), "</text>\n",
       "<line x1=\"532\" y1=\"39\" x2=\"566\" y2=\"39\" stroke=\"#222222\" "
       "stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/><text x=\"572\" "
       "y=\"44\">lower bound: the most bytes live at once, per device</text>\n");
 
   // Per device: pool strips, the lower bound behind the buffers, labels.
   for (size_t d = 0; d < layout->devices.size(); ++d) {
-    const Device& device = layout->devices[d];
+    const PlanDevice& device = layout->devices[d];
     const double top = panel_bottom(d) - panel_height;
-    absl::StrAppend(&svg, "<text x=\"", Px(plot_left), "\" y=\"",
-                    Px(top - 6), "\" font-weight=\"bold\">device ",
-                    Xml(device.name.empty() ? "\"\"" : device.name),
-                    "</text><text x=\"", Px(plot_right), "\" y=\"",
-                    Px(top - 6), "\" text-anchor=\"end\">pools ",
-                    HumanBytes(device.total), ", lower bound ",
+    absl::StrAppend(&svg, "<text x=\"", Px(plot_left), "\" y=\"", Px(top - 6),
+                    "\" font-weight=\"bold\">device ",
+                    Xml(device.device.empty() ? "\"\"" : device.device),
+                    "</text><text x=\"", Px(plot_right), "\" y=\"", Px(top - 6),
+                    "\" text-anchor=\"end\">pools ",
+                    HumanBytes(device.pool_bytes), ", lower bound ",
                     HumanBytes(device.lower_bound), "</text>\n");
     for (size_t k = 0; k < device.pools.size(); ++k) {
       const size_t p = device.pools[k];
       const Pool& pool = plan.pools[p];
-      const double y_top = y_of(d, layout->pool_base[p] + pool.size);
-      const double y_bottom = y_of(d, layout->pool_base[p]);
-      absl::StrAppend(&svg, "<rect x=\"", Px(plot_left), "\" y=\"",
-                      Px(y_top), "\" width=\"", Px(plot_right - plot_left),
-                      "\" height=\"", Px(y_bottom - y_top), "\" fill=\"",
-                      kPoolFills[k % 2], "\"/>");
+      const double y_top = y_of(d, pool_base[p] + pool.size);
+      const double y_bottom = y_of(d, pool_base[p]);
+      absl::StrAppend(&svg, "<rect x=\"", Px(plot_left), "\" y=\"", Px(y_top),
+                      "\" width=\"", Px(plot_right - plot_left), "\" height=\"",
+                      Px(y_bottom - y_top), "\" fill=\"", kPoolFills[k % 2],
+                      "\"/>");
       if (y_bottom - y_top >= 13) {
         absl::StrAppend(&svg, "<text x=\"", Px(plot_left - 6), "\" y=\"",
                         Px((y_top + y_bottom) / 2 + 4),
                         "\" text-anchor=\"end\" font-size=\"11\">",
-                        Xml(pool.name), " ", HumanBytes(pool.size),
-                        "</text>");
+                        Xml(pool.name), " ", HumanBytes(pool.size), "</text>");
       }
       svg += "\n";
     }
     const double y_bound = y_of(d, device.lower_bound);
-    absl::StrAppend(
-        &svg, "<line x1=\"", Px(plot_left), "\" y1=\"", Px(y_bound),
-        "\" x2=\"", Px(plot_right), "\" y2=\"", Px(y_bound),
-        "\" stroke=\"#222222\" stroke-width=\"1.5\" "
-        "stroke-dasharray=\"6 3\"/>",
-        "<path d=\"M", Px(plot_right + 2), " ", Px(y_bound), "l8 -5v10z\" "
-        "fill=\"#222222\"/><text x=\"", Px(plot_right + 12), "\" y=\"",
-        Px(y_bound + 4), "\" font-size=\"11\">lower bound</text>\n");
+    absl::StrAppend(&svg, "<line x1=\"", Px(plot_left), "\" y1=\"", Px(y_bound),
+                    "\" x2=\"", Px(plot_right), "\" y2=\"", Px(y_bound),
+                    "\" stroke=\"#222222\" stroke-width=\"1.5\" "
+                    "stroke-dasharray=\"6 3\"/>",
+                    "<path d=\"M", Px(plot_right + 2), " ", Px(y_bound),
+                    "l8 -5v10z\" "
+                    "fill=\"#222222\"/><text x=\"",
+                    Px(plot_right + 12), "\" y=\"", Px(y_bound + 4),
+                    "\" font-size=\"11\">lower bound</text>\n");
   }
 
   // The buffers, one group per kind; then their names where they fit.
@@ -273,7 +248,7 @@ absl::StatusOr<std::string> Render(const Problem& problem, const Plan& plan,
       if (buffer.is_output != output) continue;
       const size_t p = static_cast<size_t>(plan.assignments[i].pool);
       const size_t d = layout->pool_device[p];
-      const Bytes bottom = layout->pool_base[p] + plan.assignments[i].offset;
+      const Bytes bottom = pool_base[p] + plan.assignments[i].offset;
       const double x = x_of(buffer.live_range.begin);
       const double w = x_of(buffer.live_range.end) - x;
       const double y = y_of(d, bottom + buffer.size);
@@ -283,16 +258,16 @@ absl::StatusOr<std::string> Render(const Problem& problem, const Plan& plan,
       // An outline would cover a sliver: it shows as a thin line instead.
       if (w < kMinOutlined || h < kMinOutlined) svg += " stroke=\"none\"";
       if (hover_titles) {
-        absl::StrAppend(&svg, "><title>",
-                        Xml(HoverText(problem, plan, i)), "</title></rect>\n");
+        absl::StrAppend(&svg, "><title>", Xml(HoverText(problem, plan, i)),
+                        "</title></rect>\n");
       } else {
         svg += "/>\n";
       }
       const std::string& name = buffer.names.empty() ? "" : buffer.names[0];
       if (label_buffers && h >= 15 &&
           w >= 7.0 * static_cast<double>(name.size()) + 6) {
-        absl::StrAppend(&labels, "<text x=\"", Px(x + 3), "\" y=\"",
-                        Px(y + 12), "\">", Xml(name), "</text>\n");
+        absl::StrAppend(&labels, "<text x=\"", Px(x + 3), "\" y=\"", Px(y + 12),
+                        "\">", Xml(name), "</text>\n");
       }
     }
     svg += "</g>\n";

@@ -44,10 +44,10 @@ inline constexpr char kOutputColor[] = "#d62728";
 inline constexpr char kIntermediateColor[] = "#1f77b4";
 
 struct PictureOptions {
-  std::string title;       // the first line of the legend, e.g. a file name
-  std::string planner;     // stats.planner, shown in the legend; "" none
-  int width = 1400;        // of the picture, in pixels (>= 400)
-  int height = 900;        // of the picture, in pixels (>= 300)
+  std::string title;    // the first line of the legend, e.g. a file name
+  std::string planner;  // stats.planner, shown in the legend; "" none
+  int width = 1400;     // of the picture, in pixels (>= 400)
+  int height = 900;     // of the picture, in pixels (>= 300)
 };
 
 // Returns the picture above of `plan`, a plan of `problem` (assignments

@@ -18,16 +18,18 @@ namespace {
 
 // Seconds, from 100 microseconds (a small plan) to a minute.
 const prometheus::Histogram::BucketBoundaries& SecondsBuckets() {
-  static const auto* const kBuckets = new prometheus::Histogram::BucketBoundaries{
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-      0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    60};
+  static const auto* const kBuckets =
+      new prometheus::Histogram::BucketBoundaries{
+          0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+          0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    60};
   return *kBuckets;
 }
 
 // total_pool_bytes / lower_bound_bytes: 1 is the bound met.
 const prometheus::Histogram::BucketBoundaries& QualityBuckets() {
-  static const auto* const kBuckets = new prometheus::Histogram::BucketBoundaries{
-      1, 1.001, 1.01, 1.02, 1.05, 1.1, 1.25, 1.5, 2, 3, 5};
+  static const auto* const kBuckets =
+      new prometheus::Histogram::BucketBoundaries{
+          1, 1.001, 1.01, 1.02, 1.05, 1.1, 1.25, 1.5, 2, 3, 5};
   return *kBuckets;
 }
 
@@ -48,13 +50,13 @@ ServiceMetrics::ServiceMetrics()
            .Name("memplan_planning_duration_seconds")
            .Help("Wall time of the planner alone, by strategy, in seconds.")
            .Register(*registry_);
-  plan_quality_ =
-      &prometheus::BuildHistogram()
-           .Name("memplan_plan_quality_ratio")
-           .Help("total_pool_bytes / lower_bound_bytes of each plan "
-                 "returned (1: the lower bound is met).")
-           .Register(*registry_)
-           .Add({}, QualityBuckets());
+  plan_quality_ = &prometheus::BuildHistogram()
+                       .Name("memplan_plan_quality_ratio")
+                       .Help(
+                           "total_pool_bytes / lower_bound_bytes of each plan "
+                           "returned (1: the lower bound is met).")
+                       .Register(*registry_)
+                       .Add({}, QualityBuckets());
   in_flight_ = &prometheus::BuildGauge()
                     .Name("memplan_calls_in_flight")
                     .Help("Calls being handled now, by gRPC method.")
@@ -90,16 +92,16 @@ absl::Status ServiceMetrics::Serve(const std::string& listen) {
   }
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon + 1 == listen.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "metrics address \"", listen, "\" is not HOST:PORT"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics address \"", listen, "\" is not HOST:PORT"));
   }
   // prometheus-cpp reports a failure to listen by throwing (civetweb's
   // CivetException, a std::runtime_error): this is the one place it can.
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(listen, 1);
   } catch (const std::exception& error) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot serve metrics on ", listen, ": ", error.what()));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen, ": ", error.what()));
   }
   exposer_->RegisterCollectable(registry_);
   const std::vector<int> ports = exposer_->GetListeningPorts();

@@ -9,7 +9,6 @@
 #include <set>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -21,6 +20,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/type_resolver.h"
 #include "google/protobuf/util/type_resolver_util.h"
+#include "proto/plan_by_device.h"
 
 namespace memplan {
 namespace {
@@ -236,36 +236,12 @@ absl::StatusOr<std::string> PlanTraceJson(const Problem& problem,
                                           const Plan& plan,
                                           const std::vector<PhaseSpan>& spans,
                                           const TraceInfo& info) {
-  if (plan.assignments.size() != problem.buffers.size()) {
-    return absl::InternalError(absl::StrCat(
-        "the plan has ", plan.assignments.size(), " assignments for ",
-        problem.buffers.size(), " buffers"));
+  absl::StatusOr<PlanByDevice> layout = GroupPlanByDevice(problem, plan);
+  if (!layout.ok()) {  // the server validated the plan: a bug
+    return absl::InternalError(layout.status().message());
   }
-  std::vector<std::vector<size_t>> pool_buffers(plan.pools.size());
-  for (size_t i = 0; i < plan.assignments.size(); ++i) {
-    const int32_t pool = plan.assignments[i].pool;
-    if (pool < 0 || static_cast<size_t>(pool) >= plan.pools.size()) {
-      return absl::InternalError(absl::StrCat(
-          "buffers[", i, "] is assigned to pool #", pool, " of ",
-          plan.pools.size()));
-    }
-    pool_buffers[pool].push_back(i);
-  }
-  const std::vector<DeviceBound> devices = LowerBoundPerDevice(problem);
-  absl::flat_hash_map<std::string, size_t> device_index;
-  for (size_t d = 0; d < devices.size(); ++d) {
-    device_index.emplace(devices[d].device, d);
-  }
-  std::vector<std::vector<size_t>> device_pools(devices.size());
-  for (size_t p = 0; p < plan.pools.size(); ++p) {
-    const auto it = device_index.find(plan.pools[p].device);
-    if (it == device_index.end()) {
-      return absl::InternalError(
-          absl::StrCat("pool ", plan.pools[p].name, " is on device \"",
-                       plan.pools[p].device, "\", which no buffer has"));
-    }
-    device_pools[it->second].push_back(p);
-  }
+  const std::vector<PlanDevice>& devices = layout->devices;
+  const std::vector<std::vector<size_t>>& pool_buffers = layout->pool_buffers;
 
   TraceWriter trace;
   AddSpans(spans, trace);
@@ -277,7 +253,7 @@ absl::StatusOr<std::string> PlanTraceJson(const Problem& problem,
     trace.NameProcess(device_pid, absl::StrCat("device ", devices[d].device),
                       sort_index++);
     std::vector<std::pair<Timestep, Bytes>> live, in_use;
-    for (const size_t p : device_pools[d]) {
+    for (const size_t p : devices[d].pools) {
       bool used = false;
       LiveRange use;
       for (const size_t i : pool_buffers[p]) {
@@ -300,7 +276,7 @@ absl::StatusOr<std::string> PlanTraceJson(const Problem& problem,
     AddCounter("live_bytes", device_pid, std::move(live), trace);
     AddCounter("in_use_pool_bytes", device_pid, std::move(in_use), trace);
 
-    for (const size_t p : device_pools[d]) {
+    for (const size_t p : devices[d].pools) {
       const Pool& pool = plan.pools[p];
       const int64_t pid = first_pool_pid + static_cast<int64_t>(p);
       trace.NameProcess(pid,
@@ -342,7 +318,7 @@ absl::StatusOr<std::string> PlanTraceJson(const Problem& problem,
   Set(other, "pool_mode", std::string(PoolModeName(problem.pool_mode)));
   Set(other, "buffers", static_cast<double>(problem.buffers.size()));
   Bytes lower_bound = 0;
-  for (const DeviceBound& device : devices) lower_bound += device.bytes;
+  for (const PlanDevice& device : devices) lower_bound += device.lower_bound;
   Set(other, "lower_bound_bytes", static_cast<double>(lower_bound));
   Set(other, "total_pool_bytes", static_cast<double>(TotalPoolBytes(plan)));
   Set(other, "time_axis",

@@ -4,14 +4,15 @@
 //
 //   {"otherData":{"graph_hash":"...","planner":"inductor",...},
 //   "traceEvents":[
-//   {"args":{"name":"memplan call"},"name":"process_name","ph":"M","pid":1,"tid":0},
-//   {"cat":"phase","dur":12.5,"name":"decode","ph":"X","pid":1,"tid":1,"ts":0.25},
+//   {"args":{"name":"memplan call"},"name":"process_name","ph":"M",...},
+//   {"cat":"phase","dur":12.5,"name":"decode","ph":"X","pid":1,...},
 //   ...
-//   {"args":{"name":"a","offset":0,"size":100},"cat":"intermediate","dur":2,"name":"a","ph":"X","pid":3,"tid":1,"ts":0},
+//   {"args":{"name":"a","offset":0,"size":100},"cat":"intermediate",...},
 //   ...
 //   ]}
 //
-// One event per line; keys in each object sorted by name.
+// One event per line; keys in each object sorted by name (the whole of
+// a small plan's trace: tests/service/testdata/small_plan.trace.json).
 //
 // Processes (pid) and threads (tid):
 //   pid 1          "memplan call", tid 1 "phases": one complete ("X") event,

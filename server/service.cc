@@ -49,7 +49,9 @@ grpc::Status MemoryPlannerService::PlanMemory(
     grpc::ServerContext* context, const v1::PlanMemoryRequest* request,
     v1::PlanMemoryResponse* response) {
   calls_in_flight_.fetch_add(1, std::memory_order_relaxed);
-  if (observers_.metrics != nullptr) observers_.metrics->CallStarted(kPlanMemory);
+  if (observers_.metrics != nullptr) {
+    observers_.metrics->CallStarted(kPlanMemory);
+  }
   PhaseRecorder phases(kPlanMemory);
   CallRecord record;
   record.method = kPlanMemory;
@@ -119,7 +121,8 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
   cache_lookup.AddArg("status", "MISS");
   cache_lookup.End();
 
-  PhaseRecorder::Scope plan_span = phases.Span(absl::StrCat("plan ", *strategy));
+  PhaseRecorder::Scope plan_span =
+      phases.Span(absl::StrCat("plan ", *strategy));
   PlanContext context = call;
   // The budget counts from now; a caller's earlier search deadline stands.
   context.search_deadline =
@@ -169,12 +172,10 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
   return response;
 }
 
-absl::Status MemoryPlannerService::Trace(const Problem& problem,
-                                         const Plan& plan,
-                                         const std::string& strategy,
-                                         PhaseRecorder& phases,
-                                         bool include_trace,
-                                         v1::PlanMemoryResponse& response) const {
+absl::Status MemoryPlannerService::Trace(
+    const Problem& problem, const Plan& plan, const std::string& strategy,
+    PhaseRecorder& phases, bool include_trace,
+    v1::PlanMemoryResponse& response) const {
   if (!include_trace && observers_.traces == nullptr) return absl::OkStatus();
   TraceInfo info;
   info.graph_hash = response.graph_hash();

@@ -26,8 +26,8 @@ bool IsHexHash(absl::string_view hash) {
 
 absl::Status Unavailable(absl::string_view what, const fs::path& path,
                          const std::error_code& error) {
-  return absl::UnavailableError(absl::StrCat(what, " ", path.string(), ": ",
-                                             error.message()));
+  return absl::UnavailableError(
+      absl::StrCat(what, " ", path.string(), ": ", error.message()));
 }
 
 }  // namespace
@@ -82,16 +82,16 @@ absl::StatusOr<std::unique_ptr<TraceDirectory>> TraceDirectory::Open(
 absl::Status TraceDirectory::Write(absl::string_view graph_hash,
                                    absl::string_view trace) {
   if (!IsHexHash(graph_hash)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "graph hash \"", absl::CEscape(graph_hash),
-        "\" is not 1 to 64 lowercase hex characters"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph hash \"", absl::CEscape(graph_hash),
+                     "\" is not 1 to 64 lowercase hex characters"));
   }
   const int64_t bytes = static_cast<int64_t>(trace.size());
   if (bytes > max_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the trace of ", graph_hash, " (", bytes,
-        " bytes) is larger than the trace directory's bound (", max_bytes_,
-        " bytes)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the trace of ", graph_hash, " (", bytes,
+                     " bytes) is larger than the trace directory's bound (",
+                     max_bytes_, " bytes)"));
   }
   const std::string name = absl::StrCat(graph_hash, kTraceFileSuffix);
   const fs::path final_path = fs::path(path_) / name;

@@ -73,7 +73,8 @@ class TraceDirectory {
   const int64_t max_bytes_;
   mutable absl::Mutex mutex_;
   std::map<std::string, File> files_ ABSL_GUARDED_BY(mutex_);  // by name
-  std::map<uint64_t, std::string> by_age_ ABSL_GUARDED_BY(mutex_);  // oldest first
+  std::map<uint64_t, std::string> by_age_
+      ABSL_GUARDED_BY(mutex_);  // oldest first
   uint64_t next_order_ ABSL_GUARDED_BY(mutex_) = 0;
   int64_t total_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
 };

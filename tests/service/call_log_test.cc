@@ -56,8 +56,8 @@ TEST(CallLogTest, FailedCallQuotesItsError) {
   EXPECT_THAT(line, HasSubstr(" code=INVALID_ARGUMENT "));
   EXPECT_THAT(line, HasSubstr(" graph_hash=\"\" "));
   EXPECT_THAT(line, HasSubstr(" cache=NONE "));
-  EXPECT_THAT(line, HasSubstr(
-                        " error=\"buffers[3] (\\\"buf7\\\"): size_bytes is "
+  EXPECT_THAT(line,
+              HasSubstr(" error=\"buffers[3] (\\\"buf7\\\"): size_bytes is "
                         "missing\""));
   EXPECT_EQ(line.find('\n'), std::string::npos);
 }
@@ -65,7 +65,8 @@ TEST(CallLogTest, FailedCallQuotesItsError) {
 TEST(CallLogTest, LevelsByStatusCode) {
   EXPECT_EQ(CallLevel(absl::StatusCode::kOk), LogLevel::kInfo);
   EXPECT_EQ(CallLevel(absl::StatusCode::kInvalidArgument), LogLevel::kWarning);
-  EXPECT_EQ(CallLevel(absl::StatusCode::kResourceExhausted), LogLevel::kWarning);
+  EXPECT_EQ(CallLevel(absl::StatusCode::kResourceExhausted),
+            LogLevel::kWarning);
   EXPECT_EQ(CallLevel(absl::StatusCode::kDeadlineExceeded), LogLevel::kWarning);
   EXPECT_EQ(CallLevel(absl::StatusCode::kInternal), LogLevel::kError);
   EXPECT_EQ(CallLevel(absl::StatusCode::kUnknown), LogLevel::kError);

@@ -2,14 +2,11 @@
 // port, driven by the memplan tool, a health client and a reflection client
 // (grpc.reflection.v1alpha, generated here from grpc-proto's .proto); the
 // tool's trace and pictures, the server's trace directory, metrics and log.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -33,8 +30,7 @@
 #include "proto/convert.h"
 #include "proto/graph_files.h"
 #include "tests/service/scrape.h"
-
-extern char** environ;
+#include "tests/service/subprocess.h"
 
 namespace memplan {
 namespace {
@@ -60,37 +56,6 @@ std::string ReadAll(const std::string& path) {
   std::ostringstream contents;
   contents << in.rdbuf();
   return contents.str();
-}
-
-// Starts `argv` with stdout and stderr written to the files `out` and `err`.
-// Returns its pid, or -1.
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
-            const std::string& err) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null",
-                                   O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr,
-                                args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return error == 0 ? pid : -1;
-}
-
-// Returns the exit code of `pid` (128 + signal when killed by one), or -1.
-int WaitForExit(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
 }
 
 struct RunResult {
@@ -431,7 +396,8 @@ TEST_F(EndToEndTest, TraceSvgAndHtmlFiles) {
   const std::string html = TempPath("plan.html");
   const RunResult run =
       Memplan({"plan", "--strategy=inductor", absl::StrCat("--trace=", trace),
-               absl::StrCat("--svg=", svg), absl::StrCat("--html=", html), file});
+               absl::StrCat("--svg=", svg), absl::StrCat("--html=", html),
+               file});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const v1::PlanMemoryResponse response = ParseResponse(run.out);
   EXPECT_EQ(response.trace_json(), "");
@@ -444,7 +410,8 @@ TEST_F(EndToEndTest, TraceSvgAndHtmlFiles) {
                 "graph_hash").string_value(),
             response.graph_hash());
   int slices = 0;
-  for (const auto& event : parsed.fields().at("traceEvents").list_value().values()) {
+  for (const auto& event :
+       parsed.fields().at("traceEvents").list_value().values()) {
     const auto& fields = event.struct_value().fields();
     const auto cat = fields.find("cat");
     if (cat != fields.end() && (cat->second.string_value() == "output" ||
@@ -459,8 +426,8 @@ TEST_F(EndToEndTest, TraceSvgAndHtmlFiles) {
   EXPECT_TRUE(absl::StartsWith(ReadAll(html), "<!DOCTYPE html>"));
 
   // One FILE only.
-  EXPECT_EQ(Memplan({"plan", absl::StrCat("--svg=", svg), file, file}).exit_code,
-            2);
+  EXPECT_EQ(
+      Memplan({"plan", absl::StrCat("--svg=", svg), file, file}).exit_code, 2);
   // A file that cannot be written fails the call's file.
   const RunResult unwritable =
       Memplan({"plan", "--svg=/nonexistent/dir/plan.svg", file});
@@ -533,7 +500,8 @@ TEST(EndToEndServerFlagsTest, LogLevelWarningLeavesOutPlannedCalls) {
   ASSERT_EQ(server.Start({"--log_level=warning"}), absl::OkStatus());
   const RunResult run = RunToExit(
       {kCliBinary, "plan", "--server=" + server.address(),
-       absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json")});
+       absl::StrCat(kCorpusDir,
+                    "/resnet18_infer.inference.intermediates.json")});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(server.Stop(), 0);
   EXPECT_THAT(server.stderr_text(), Not(HasSubstr("method=PlanMemory")));

@@ -25,7 +25,8 @@ constexpr char kExhausted[] =
 constexpr char kLatencyCount[] =
     "memplan_request_duration_seconds_count{method=\"PlanMemory\"}";
 constexpr char kLatencyInf[] =
-    "memplan_request_duration_seconds_bucket{method=\"PlanMemory\",le=\"+Inf\"}";
+    "memplan_request_duration_seconds_bucket{method=\"PlanMemory\",le=\"+"
+    "Inf\"}";
 constexpr char kInductorPlanningCount[] =
     "memplan_planning_duration_seconds_count{strategy=\"inductor\"}";
 constexpr char kBestFitPlanningCount[] =
@@ -89,7 +90,10 @@ TEST(MetricsTest, CountersMoveByTheCallsMade) {
   EXPECT_EQ(moved(kMisses), 5);
   EXPECT_EQ(moved(kLocalHits), 0);
   EXPECT_EQ(SampleOr0(after, kInFlight), 0);
-  EXPECT_GT(SampleOr0(after, "memplan_request_duration_seconds_sum{method=\"PlanMemory\"}"), 0);
+  EXPECT_GT(
+      SampleOr0(after,
+                "memplan_request_duration_seconds_sum{method=\"PlanMemory\"}"),
+      0);
   // Buckets are cumulative: the ratio is >= 1, so le="1" holds only plans
   // that meet their bound, and +Inf all of them.
   EXPECT_LE(moved(kQualityAtOne), 4);
@@ -118,7 +122,8 @@ TEST(MetricsTest, CacheCountersAndGauge) {
 
 TEST(MetricsTest, ServeRefusesBadAddresses) {
   ServiceMetrics metrics;
-  EXPECT_EQ(metrics.Serve("no-port").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(metrics.Serve("no-port").code(),
+            absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(metrics.Serve("127.0.0.1:0").ok());
   EXPECT_EQ(metrics.Serve("127.0.0.1:0").code(),
             absl::StatusCode::kFailedPrecondition);

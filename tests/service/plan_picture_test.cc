@@ -4,11 +4,7 @@
 // is not blank and shows one coloured rectangle per buffer.
 #include "client/plan_picture.h"
 
-#include <fcntl.h>
 #include <png.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,7 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,8 +25,7 @@
 #include "absl/time/time.h"
 #include "core/planners.h"
 #include "tests/core/random_problems.h"
-
-extern char** environ;
+#include "tests/service/subprocess.h"
 
 namespace memplan {
 namespace {
@@ -45,12 +39,13 @@ using ::testing::Not;
 //   cpu     d [0,4) 64 B, e [1,2) 32 B, g [4,6) 32 B output
 Problem SmallProblem() {
   Problem problem;
-  problem.buffers = {
-      MakeBuffer("a", 100, 0, 2),          MakeBuffer("b", 200, 1, 3),
-      MakeBuffer("c", 50, 2, 4, true),     MakeBuffer("f", 120, 3, 6),
-      MakeBuffer("d", 64, 0, 4, false, "cpu"),
-      MakeBuffer("e", 32, 1, 2, false, "cpu"),
-      MakeBuffer("g", 32, 4, 6, true, "cpu")};
+  problem.buffers = {MakeBuffer("a", 100, 0, 2),
+                     MakeBuffer("b", 200, 1, 3),
+                     MakeBuffer("c", 50, 2, 4, true),
+                     MakeBuffer("f", 120, 3, 6),
+                     MakeBuffer("d", 64, 0, 4, false, "cpu"),
+                     MakeBuffer("e", 32, 1, 2, false, "cpu"),
+                     MakeBuffer("g", 32, 4, 6, true, "cpu")};
   return problem;
 }
 
@@ -87,7 +82,8 @@ TEST(PlanPictureTest, OneRectanglePerBufferByKind) {
   const absl::StatusOr<std::string> svg =
       PlanSvg(problem, InductorPlan(problem), Options());
   ASSERT_TRUE(svg.ok()) << svg.status();
-  EXPECT_TRUE(absl::StartsWith(*svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_TRUE(
+      absl::StartsWith(*svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
   EXPECT_THAT(*svg, HasSubstr("viewBox=\"0 0 1400 900\""));
   EXPECT_EQ(Count(Group(*svg, kOutputColor), "<rect "), 2);
   EXPECT_EQ(Count(Group(*svg, kIntermediateColor), "<rect "), 5);
@@ -188,39 +184,6 @@ std::string TempPath(const std::string& name) {
                       counter++, "_", name);
 }
 
-// Runs `argv` with output to `log`; kills it after `timeout`. Returns its
-// exit code, or -1 when it could not start or was killed.
-int RunWithTimeout(const std::vector<std::string>& argv,
-                   const std::string& log, absl::Duration timeout) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null",
-                                   O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr,
-                                args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) return -1;
-  const absl::Time give_up = absl::Now() + timeout;
-  while (true) {
-    int status = 0;
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (absl::Now() > give_up) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-}
-
 struct Image {
   int width = 0;
   int height = 0;
@@ -272,9 +235,11 @@ int Regions(const Image& image, const std::string& hex, int tolerance,
     seen[start] = true;
     for (size_t head = 0; head < queue.size(); ++head) {
       const int i = queue[head], x = i % image.width, y = i / image.width;
-      const int neighbours[4][2] = {{x - 1, y}, {x + 1, y}, {x, y - 1}, {x, y + 1}};
+      const int neighbours[4][2] = {
+          {x - 1, y}, {x + 1, y}, {x, y - 1}, {x, y + 1}};
       for (const auto& [nx, ny] : neighbours) {
-        if (nx < 0 || ny < 0 || nx >= image.width || ny >= image.height) continue;
+        if (nx < 0 || ny < 0 || nx >= image.width || ny >= image.height)
+          continue;
         const int j = ny * image.width + nx;
         if (!seen[j] && matches(j)) {
           seen[j] = true;
@@ -295,14 +260,15 @@ absl::StatusOr<Image> Screenshot(const std::string& chromium,
   const std::string profile = TempPath("profile");
   std::filesystem::create_directories(profile);
   const std::string log = TempPath("chromium.log");
-  const int exit_code = RunWithTimeout(
-      {chromium, "--headless", "--no-sandbox", "--disable-gpu",
-       "--disable-background-networking", "--disable-component-update",
-       "--disable-sync", "--no-first-run", "--hide-scrollbars",
-       absl::StrCat("--user-data-dir=", profile),
-       absl::StrCat("--screenshot=", png), "--window-size=1400,900",
-       absl::StrCat("file://", page)},
-      log, absl::Minutes(3));
+  const pid_t pid =
+      Spawn({chromium, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", "--no-first-run", "--hide-scrollbars",
+             absl::StrCat("--user-data-dir=", profile),
+             absl::StrCat("--screenshot=", png), "--window-size=1400,900",
+             absl::StrCat("file://", page)},
+            log, log);
+  const int exit_code = pid < 0 ? -1 : WaitForExitWithin(pid, absl::Minutes(3));
   std::ifstream log_file(log);
   const std::string output((std::istreambuf_iterator<char>(log_file)),
                            std::istreambuf_iterator<char>());
@@ -353,14 +319,16 @@ class ChromiumTest : public ::testing::Test {
 TEST_F(ChromiumTest, SvgRendersOneRectanglePerBuffer) {
   const Problem problem = SmallProblem();
   const std::string page = TempPath("plan.svg");
-  std::ofstream(page) << PlanSvg(problem, InductorPlan(problem), Options()).value();
+  std::ofstream(page)
+      << PlanSvg(problem, InductorPlan(problem), Options()).value();
   ExpectOneRegionPerBuffer(chromium_, page, problem);
 }
 
 TEST_F(ChromiumTest, HtmlRendersOneRectanglePerBuffer) {
   const Problem problem = SmallProblem();
   const std::string page = TempPath("plan.html");
-  std::ofstream(page) << PlanHtml(problem, InductorPlan(problem), Options()).value();
+  std::ofstream(page)
+      << PlanHtml(problem, InductorPlan(problem), Options()).value();
   ExpectOneRegionPerBuffer(chromium_, page, problem);
 }
 

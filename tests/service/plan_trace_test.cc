@@ -56,14 +56,15 @@ Problem GoldenProblem() {
 
 // Spans of a call as the service records them, with made-up times (ns).
 std::vector<PhaseSpan> GoldenSpans() {
-  return {{"PlanMemory", 0, 90000, {}},
-          {"decode", 1000, 9500, {{"buffers", int64_t{5}}}},
-          {"validate", 9500, 11000, {}},
-          {"hash", 11000, 14250, {}},
-          {"cache_lookup", 14250, 14500, {{"status", std::string("MISS")}}},
-          {"plan inductor", 14500, 60125, {{"winner", std::string("inductor")}}},
-          {"validate_plan", 60125, 70000, {}},
-          {"encode", 70000, 85000, {}}};
+  return {
+      {"PlanMemory", 0, 90000, {}},
+      {"decode", 1000, 9500, {{"buffers", int64_t{5}}}},
+      {"validate", 9500, 11000, {}},
+      {"hash", 11000, 14250, {}},
+      {"cache_lookup", 14250, 14500, {{"status", std::string("MISS")}}},
+      {"plan inductor", 14500, 60125, {{"winner", std::string("inductor")}}},
+      {"validate_plan", 60125, 70000, {}},
+      {"encode", 70000, 85000, {}}};
 }
 
 std::string ReadFile(const std::string& path) {
@@ -75,7 +76,8 @@ std::string ReadFile(const std::string& path) {
 
 Struct ParseJson(const std::string& json) {
   Struct parsed;
-  const auto status = google::protobuf::util::JsonStringToMessage(json, &parsed);
+  const auto status =
+      google::protobuf::util::JsonStringToMessage(json, &parsed);
   EXPECT_TRUE(status.ok()) << status.ToString();
   return parsed;
 }
@@ -99,7 +101,8 @@ const Struct& Args(const Struct& event) {
 std::vector<Struct> Events(const std::string& trace) {
   const Struct parsed = ParseJson(trace);
   std::vector<Struct> events;
-  for (const Value& value : Field(parsed, "traceEvents").list_value().values()) {
+  for (const Value& value :
+       Field(parsed, "traceEvents").list_value().values()) {
     events.push_back(value.struct_value());
   }
   return events;
@@ -127,14 +130,13 @@ std::string GoldenTrace() {
 // The golden file: regenerate with MEMPLAN_UPDATE_GOLDEN=1 after a
 // deliberate change of the format, and review the difference.
 TEST(PlanTraceTest, SmallPlanMatchesTheGoldenFile) {
-  const std::string path =
-      absl::StrCat(kTestdataDir, "/small_plan.trace.json");
+  const std::string path = absl::StrCat(kTestdataDir, "/small_plan.trace.json");
   const std::string trace = GoldenTrace();
   if (std::getenv("MEMPLAN_UPDATE_GOLDEN") != nullptr) {
     std::ofstream(path, std::ios::binary) << trace;
   }
-  EXPECT_EQ(trace, ReadFile(path)) << "regenerate " << path
-                                   << " with MEMPLAN_UPDATE_GOLDEN=1";
+  EXPECT_EQ(trace, ReadFile(path))
+      << "regenerate " << path << " with MEMPLAN_UPDATE_GOLDEN=1";
 }
 
 TEST(PlanTraceTest, SameInputsSameBytes) {
@@ -167,8 +169,8 @@ TEST(PlanTraceTest, NamesProcessesAndThreadsAsDocumented) {
   EXPECT_EQ(processes[3], "device cpu");
   for (size_t p = 0; p < plan.pools.size(); ++p) {
     EXPECT_EQ(processes[4 + p],
-              absl::StrCat(plan.pools[p].name, " (", plan.pools[p].device,
-                           ", ", plan.pools[p].size, " bytes)"));
+              absl::StrCat(plan.pools[p].name, " (", plan.pools[p].device, ", ",
+                           plan.pools[p].size, " bytes)"));
   }
   EXPECT_EQ(processes.size(), 6u);
   // The call, then each device followed by its pools.
@@ -226,7 +228,8 @@ void ExpectMemoryTimeline(const std::string& trace, const Problem& problem,
                       Number(event, "ts") + Number(event, "dur")});
     } else if (Text(event, "ph") == "C") {
       const int pid = static_cast<int>(Number(event, "pid"));
-      auto& series = Text(event, "name") == "live_bytes" ? live[pid] : in_use[pid];
+      auto& series =
+          Text(event, "name") == "live_bytes" ? live[pid] : in_use[pid];
       series.push_back(Number(Args(event), "bytes"));
     }
   }
@@ -257,7 +260,9 @@ void ExpectMemoryTimeline(const std::string& trace, const Problem& problem,
     SCOPED_TRACE(devices[d].device);
     const int pid = 2 + static_cast<int>(d);
     const double live_max =
-        live[pid].empty() ? 0 : *std::max_element(live[pid].begin(), live[pid].end());
+        live[pid].empty()
+            ? 0
+            : *std::max_element(live[pid].begin(), live[pid].end());
     EXPECT_EQ(live_max, devices[d].bytes);
     if (!live[pid].empty()) {
       EXPECT_EQ(live[pid].back(), 0);
@@ -309,7 +314,8 @@ TEST(PlanTraceTest, LanesAreReused) {
   std::map<std::string, double> tid;
   std::set<std::string> lane_names;
   for (const Struct& event : Events(*trace)) {
-    if (Text(event, "ph") == "X") tid[Text(event, "name")] = Number(event, "tid");
+    if (Text(event, "ph") == "X")
+      tid[Text(event, "name")] = Number(event, "tid");
     if (Text(event, "name") == "thread_name" && Number(event, "pid") == 3) {
       lane_names.insert(Text(Args(event), "name"));
     }

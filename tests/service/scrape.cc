@@ -76,7 +76,8 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
       return absl::DeadlineExceededError("no complete answer in time");
     }
     pollfd poll_fd{fd, POLLIN, 0};
-    if (poll(&poll_fd, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <= 0) {
+    if (poll(&poll_fd, 1,
+             static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <= 0) {
       continue;
     }
     const ssize_t n = read(fd, buffer, sizeof(buffer));

@@ -95,9 +95,9 @@ TEST(TraceDirectoryTest, FilesFoundAtStartCountAndOtherFilesAreLeftAlone) {
     std::ofstream(absl::StrCat(dir, "/", Hash(i), ".trace.json"))
         << std::string(1000, 'x');
     // Distinct modification times, oldest first.
-    fs::last_write_time(absl::StrCat(dir, "/", Hash(i), ".trace.json"),
-                        fs::file_time_type::clock::now() -
-                            std::chrono::hours(10 - i));
+    fs::last_write_time(
+        absl::StrCat(dir, "/", Hash(i), ".trace.json"),
+        fs::file_time_type::clock::now() - std::chrono::hours(10 - i));
   }
   std::ofstream(absl::StrCat(dir, "/notes.txt")) << std::string(5000, 'y');
   auto traces = TraceDirectory::Open(dir, 3500);
@@ -132,8 +132,9 @@ TEST(TraceDirectoryTest, RefusesWhatItCannotHold) {
   // A path under a regular file cannot be a directory.
   const std::string file = FreshDir("file");
   std::ofstream(file) << "x";
-  EXPECT_EQ(TraceDirectory::Open(absl::StrCat(file, "/sub"), 100).status().code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(
+      TraceDirectory::Open(absl::StrCat(file, "/sub"), 100).status().code(),
+      absl::StatusCode::kUnavailable);
 }
 
 }  // namespace
