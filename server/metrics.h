@@ -22,6 +22,9 @@
 //   memplan_cache_evictions_total                 counter: plans the cache
 //                                                 dropped
 //   memplan_cache_bytes                           gauge: bytes the cache holds
+//
+// Calls are counted by the handler: calls gRPC itself refuses before it
+// (a message over --max_message_bytes, no thread left) are not.
 #ifndef MEMPLAN_SERVER_METRICS_H_
 #define MEMPLAN_SERVER_METRICS_H_
 
