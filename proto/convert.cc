@@ -101,7 +101,7 @@ v1::PoolMode PoolModeToProto(PoolMode mode) {
   return v1::POOL_MODE_UNSPECIFIED;  // unreachable: the switch is exhaustive
 }
 
-absl::StatusOr<Problem> DecodeRequest(const v1::PlanMemoryRequest& request) {
+absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request) {
   const v1::PlanOptions& options = request.options();
   if (absl::StatusOr<std::string> strategy = StrategyName(options.strategy());
       !strategy.ok()) {
@@ -154,13 +154,7 @@ absl::StatusOr<Problem> DecodeRequest(const v1::PlanMemoryRequest& request) {
     buffer.alignment = wire.alignment();
     buffer.fixed_offset = wire.has_fixed_offset() ? wire.fixed_offset() : -1;
   }
-  return problem;
-}
-
-absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request) {
-  absl::StatusOr<Problem> problem = DecodeRequest(request);
-  if (!problem.ok()) return problem.status();
-  if (absl::Status status = ValidateProblem(*problem); !status.ok()) {
+  if (absl::Status status = ValidateProblem(problem); !status.ok()) {
     return status;
   }
   return problem;

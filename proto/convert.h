@@ -50,12 +50,6 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 //     alignment, a negative options.capacity_bytes.
 absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request);
 
-// Returns RequestToProblem's problem without its last step, core
-// ValidateProblem: only the checks the wire alone can fail (the first four
-// above). For callers that time decoding and validation apart (the server's
-// trace); anything planned must pass ValidateProblem as well.
-absl::StatusOr<Problem> DecodeRequest(const v1::PlanMemoryRequest& request);
-
 // Returns the planner name (core/planners.h FindPlanner) for `strategy`:
 // kDefaultStrategy ("auto") for STRATEGY_UNSPECIFIED, else "inductor",
 // "best_fit", "optimal" or "auto". Returns INVALID_ARGUMENT for a number the

@@ -18,8 +18,9 @@
 //   pid 1          "memplan call", tid 1 "phases": one complete ("X") event,
 //                  cat "phase", per span of the call (server/phases.h): the
 //                  root span "PlanMemory" and the phases inside it (decode,
-//                  validate, hash, cache_lookup, "plan STRATEGY",
-//                  validate_plan, encode); args are the span's details.
+//                  hash, cache_lookup, "plan STRATEGY", validate, encode:
+//                  server/service.h says what each covers); args are the
+//                  span's details.
 //   pid 2 + d      device d ("device cuda:0"), devices in order of first
 //                  appearance in the request (core LowerBoundPerDevice):
 //                  counter ("C") events "live_bytes" (args.bytes: the summed

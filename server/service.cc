@@ -12,7 +12,6 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/planners.h"
-#include "core/problem.h"
 #include "core/validator.h"
 #include "proto/convert.h"
 #include "proto/graph_hash.h"
@@ -81,7 +80,7 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
     const v1::PlanMemoryRequest& request, const PlanContext& call,
     PhaseRecorder& phases, CallRecord& record) const {
   PhaseRecorder::Scope decode = phases.Span("decode");
-  absl::StatusOr<Problem> problem = DecodeRequest(request);
+  absl::StatusOr<Problem> problem = RequestToProblem(request);
   if (!problem.ok()) return problem.status();
   absl::StatusOr<std::string> strategy =
       StrategyName(request.options().strategy());
@@ -97,11 +96,6 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
   decode.AddArg("request_bytes", static_cast<int64_t>(request.ByteSizeLong()));
   decode.End();
 
-  PhaseRecorder::Scope validate = phases.Span("validate");
-  if (absl::Status status = ValidateProblem(*problem); !status.ok()) {
-    return status;
-  }
-  validate.End();
   const Planner* planner = FindPlanner(*strategy);
   if (planner == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -139,14 +133,14 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
   plan_span.AddArg("devices", absl::StrJoin(PoolDevices(*plan), ","));
   plan_span.AddArg("pools", static_cast<int64_t>(plan->pools.size()));
 
-  PhaseRecorder::Scope validate_plan = phases.Span("validate_plan");
+  PhaseRecorder::Scope validate = phases.Span("validate");
   if (absl::Status status = ValidatePlan(*problem, *plan); !status.ok()) {
     return absl::InternalError(
         absl::StrCat("planner \"", *strategy,
                      "\" made a plan that fails validation: ",
                      status.message()));
   }
-  validate_plan.End();
+  validate.End();
 
   PhaseRecorder::Scope encode = phases.Span("encode");
   ResponseInfo info;

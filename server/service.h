@@ -40,9 +40,9 @@ class MemoryPlannerService final : public v1::MemoryPlanner::Service {
 
   // Returns the response to `request`, timing each phase as a span of
   // `phases` (server/plan_trace.h lists them) and filling `record`:
-  //   decode         DecodeRequest (proto/convert.h), the strategy and the
+  //   decode         RequestToProblem (proto/convert.h: wire to core, with
+  //                  every check of the request), the strategy and the
   //                  time budget;
-  //   validate       core ValidateProblem;
   //   hash           the graph hash (proto/graph_hash.h);
   //   cache_lookup   the plan cache (none yet: every request is a MISS);
   //   plan STRATEGY  the strategy's planner (core/planners.h) under `call`
@@ -50,7 +50,8 @@ class MemoryPlannerService final : public v1::MemoryPlanner::Service {
   //                  TimeBudget(request.options()) (default 100 ms); one
   //                  span for all devices, as core plans them in one run
   //                  (args: winner, devices, pools);
-  //   validate_plan  ValidatePlan (core/validator.h);
+  //   validate       ValidatePlan (core/validator.h): the independent check
+  //                  of the plan before it is returned;
   //   encode         PlanToResponse with stats, the graph hash and cache
   //                  status MISS; planning_micros is the plan span's
   //                  duration in whole microseconds.
