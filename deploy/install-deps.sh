@@ -8,6 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev grpc-proto libxxhash-dev
   libhiredis-dev redis-server
+  prometheus-cpp-dev libpng-dev chromium
 )
 
 missing=()

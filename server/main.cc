@@ -4,11 +4,16 @@
 //                  [--worker_threads=N] [--shutdown_grace=DURATION]
 //                  [--cache_bytes=BYTES] [--redis=HOST:PORT]
 //                  [--redis_ttl=DURATION] [--redis_timeout=DURATION]
+//                  [--metrics_listen=HOST:PORT] [--trace_dir=DIR]
+//                  [--trace_dir_max_bytes=BYTES]
+//                  [--log_level=info|warning|error|off]
 //
 // Prints "memplan-server listening on HOST:PORT" to stderr once serving
-// (the bound port, also for --listen=HOST:0). On SIGINT or SIGTERM it stops
-// accepting calls, lets calls in flight finish within --shutdown_grace, and
-// exits 0. Exits 1 when it cannot start.
+// (the bound port, also for --listen=HOST:0), after "memplan-server metrics
+// on http://HOST:PORT/metrics" when --metrics_listen is set. Then one log
+// line per call on stderr (server/call_log.h) at --log_level and above. On
+// SIGINT or SIGTERM it stops accepting calls, lets calls in flight finish
+// within --shutdown_grace, and exits 0. Exits 1 when it cannot start.
 #include <pthread.h>
 #include <signal.h>
 
@@ -20,6 +25,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/server.h"
@@ -43,6 +49,18 @@ ABSL_FLAG(absl::Duration, redis_ttl, absl::Hours(24),
           "how long plans live in Redis");
 ABSL_FLAG(absl::Duration, redis_timeout, absl::Milliseconds(50),
           "bound on connecting to Redis and on each Redis command");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus metrics on (HTTP GET /metrics), "
+          "e.g. 127.0.0.1:9464; port 0 picks a free port; empty: off");
+ABSL_FLAG(std::string, trace_dir, "",
+          "directory to write every plan's trace to (Chrome Trace Event "
+          "JSON, GRAPH_HASH.trace.json); empty: off");
+ABSL_FLAG(int64_t, trace_dir_max_bytes, int64_t{1} << 30,
+          "bytes the trace files in --trace_dir may total; the oldest are "
+          "deleted first");
+ABSL_FLAG(std::string, log_level, "info",
+          "one line per call on stderr at this level and above: info (every "
+          "call), warning (failed calls), error (server failures) or off");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -50,7 +68,9 @@ int main(int argc, char** argv) {
       "until SIGINT or SIGTERM.\n"
       "Usage: memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES] "
       "[--worker_threads=N] [--shutdown_grace=DURATION] [--cache_bytes=BYTES] "
-      "[--redis=HOST:PORT] [--redis_ttl=DURATION] [--redis_timeout=DURATION]");
+      "[--redis=HOST:PORT] [--redis_ttl=DURATION] [--redis_timeout=DURATION] "
+      "[--metrics_listen=HOST:PORT] [--trace_dir=DIR] "
+      "[--trace_dir_max_bytes=BYTES] [--log_level=info|warning|error|off]");
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   // Debian builds Abseil without NDEBUG, so absl::Mutex (gRPC's mutex too)
   // tracks lock order on every lock to detect deadlocks: a debugging aid
@@ -70,6 +90,14 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  const absl::StatusOr<memplan::LogLevel> log_level =
+      memplan::ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  if (!log_level.ok()) {
+    std::fprintf(stderr, "memplan-server: --log_level: %s\n",
+                 std::string(log_level.status().message()).c_str());
+    return 1;
+  }
+
   memplan::Server::Options options;
   options.listen = absl::GetFlag(FLAGS_listen);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
@@ -80,10 +108,20 @@ int main(int argc, char** argv) {
   options.redis = absl::GetFlag(FLAGS_redis);
   options.redis_ttl = absl::GetFlag(FLAGS_redis_ttl);
   options.redis_timeout = absl::GetFlag(FLAGS_redis_timeout);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.trace_dir = absl::GetFlag(FLAGS_trace_dir);
+  options.trace_dir_max_bytes = absl::GetFlag(FLAGS_trace_dir_max_bytes);
+  options.log_level = *log_level;
   memplan::Server server(options);
   if (absl::Status status = server.Start(); !status.ok()) {
     std::fprintf(stderr, "memplan-server: %s\n", status.ToString().c_str());
     return 1;
+  }
+  if (server.metrics_port() != 0) {
+    const std::string& metrics = options.metrics_listen;
+    std::fprintf(stderr, "memplan-server metrics on http://%s:%d/metrics\n",
+                 metrics.substr(0, metrics.rfind(':')).c_str(),
+                 server.metrics_port());
   }
   std::fprintf(stderr, "memplan-server listening on %s\n",
                server.address().c_str());
