@@ -215,7 +215,7 @@ bool IsDeadlineOrCancelled(const absl::Status& status) {
 // One PlanMemory or GetPlan call: its reactor, deadline and cancellation,
 // and what it did (spans and record). Ended exactly once, by Reply or Fail,
 // from whichever thread answers it, which reports it to the service;
-// deleted by gRPC's OnDone after that. Its spans and record are touched by
+// deleted once gRPC's OnDone has come and no Hold is left. Its spans and record are touched by
 // one thread at a time: the one working on the call (gRPC's, then a
 // worker's, then, for a follower, the leader's; each hands it on through a
 // mutex: the worker pool's or the flight's).
@@ -298,7 +298,15 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
     }
     if (leave && leave()) Fail(Cancelled());
   }
-  void OnDone() override { delete this; }
+  void OnDone() override { Release(); }
+
+  // Keeps the call alive until Release, even past its end: a thread that
+  // hands the call to a flight must still reach it after the leader may
+  // have answered it.
+  void Hold() { holds_.fetch_add(1, std::memory_order_relaxed); }
+  void Release() {
+    if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
 
  private:
   static absl::Status Cancelled() {
@@ -322,6 +330,7 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
   grpc::ByteBuffer& response_;
   std::atomic<bool> ended_{false};
   std::atomic<bool> cancelled_{false};
+  std::atomic<int> holds_{1};  // gRPC's, until OnDone, and Hold's
   PlanContext plan_context_;
   PhaseRecorder phases_;
   CallRecord record_;
@@ -451,8 +460,10 @@ void MemoryPlannerService::Pursue(Call* call,
   lookup.AddArg("status", "MISS");
   lookup.End();
   call->record().cache = v1::CACHE_STATUS_MISS;  // a hit says so in Reply
-  // Opened before Join: once joined, a follower is the leader's to answer.
+  // Opened before Join: once joined, a follower is the leader's to answer,
+  // and may be answered (and done) before WaitIn below: held until then.
   call->HoldSpan("single_flight");
+  call->Hold();
   const SingleFlight::Ticket ticket = flights_.Join(
       miss->key, [this, call, miss](const FlightOutcome& outcome) {
         Follow(call, miss, outcome);
@@ -462,8 +473,10 @@ void MemoryPlannerService::Pursue(Call* call,
     call->WaitIn([this, key = miss->key, waiter = ticket.waiter] {
       return flights_.Leave(key, waiter);
     });
+    call->Release();
     return;  // Follow answers it
   }
+  call->Release();
   call->EndHeldSpan("role", "leader");
   // A leader that landed between the lookup above and Join stored its
   // plan: look again, or this call would plan the same graph twice.
