@@ -157,13 +157,14 @@ bool ReadPoolDevice(google::protobuf::io::CodedInputStream& in,
 // bytes do not parse.
 bool RecordStoredPlan(const std::string& stored, CallRecord& record) {
   using ::google::protobuf::internal::WireFormatLite;
+  using Response = v1::PlanMemoryResponse;
   constexpr auto kMessage = WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
   constexpr uint32_t kPoolTag =
-      WireFormatLite::MakeTag(v1::PlanMemoryResponse::kPoolsFieldNumber, kMessage);
-  constexpr uint32_t kAssignmentTag = WireFormatLite::MakeTag(
-      v1::PlanMemoryResponse::kAssignmentsFieldNumber, kMessage);
+      WireFormatLite::MakeTag(Response::kPoolsFieldNumber, kMessage);
+  constexpr uint32_t kAssignmentTag =
+      WireFormatLite::MakeTag(Response::kAssignmentsFieldNumber, kMessage);
   constexpr uint32_t kStatsTag =
-      WireFormatLite::MakeTag(v1::PlanMemoryResponse::kStatsFieldNumber, kMessage);
+      WireFormatLite::MakeTag(Response::kStatsFieldNumber, kMessage);
   google::protobuf::io::CodedInputStream in(
       reinterpret_cast<const uint8_t*>(stored.data()),
       static_cast<int>(stored.size()));
@@ -215,10 +216,10 @@ bool IsDeadlineOrCancelled(const absl::Status& status) {
 // One PlanMemory or GetPlan call: its reactor, deadline and cancellation,
 // and what it did (spans and record). Ended exactly once, by Reply or Fail,
 // from whichever thread answers it, which reports it to the service;
-// deleted once gRPC's OnDone has come and no Hold is left. Its spans and record are touched by
-// one thread at a time: the one working on the call (gRPC's, then a
-// worker's, then, for a follower, the leader's; each hands it on through a
-// mutex: the worker pool's or the flight's).
+// deleted once gRPC's OnDone has come and no Hold is left. Its spans and
+// record are touched by one thread at a time: the one working on the call
+// (gRPC's, then a worker's, then, for a follower, the leader's; each hands
+// it on through a mutex: the worker pool's or the flight's).
 class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
  public:
   // `method`: kPlanMemory or kGetPlan.

@@ -311,8 +311,9 @@ TEST_P(ServiceTest, TraceOnlyWhenAskedAndSpansNestInTime) {
                                      "encode", "serialize"));
   ExpectSpansNest(spans);
   // planning_micros: the plan span's length in whole microseconds.
+  const TracedSpan plan = SpanNamed(spans, "plan " + strategy);
   EXPECT_EQ(traced.stats().planning_micros(),
-            static_cast<int64_t>(SpanNamed(spans, "plan " + strategy).duration));
+            static_cast<int64_t>(plan.duration));
 }
 
 TEST_P(ServiceTest, GraphHashIgnoresNamesAndFollowsSizes) {
