@@ -3,7 +3,8 @@
 //   memplan plan [--server=HOST:PORT] [--strategy=NAME] [--pool_mode=NAME]
 //                [--alignment=BYTES] [--capacity=BYTES]
 //                [--time_budget=DURATION] [--output=json|table]
-//                [--timeout=DURATION] FILE...
+//                [--timeout=DURATION] [--trace=FILE] [--svg=FILE]
+//                [--html=FILE] FILE...
 //   memplan health [--server=HOST:PORT] [--service=NAME] [--timeout=DURATION]
 //   memplan loadtest [--server=HOST:PORT] [--in_flight=N] [--duration=DURATION]
 //                    [--calls=N] [--distinct=N] [--warmup_calls=N]
@@ -16,15 +17,19 @@
 // offset pinning the buffer), sends it to MemoryPlanner.PlanMemory
 // and prints the response: with --output=json (the default) one line per
 // file of protobuf's JSON mapping with proto field names and default values
-// printed; with --output=table a readable summary per file. `health` calls
-// grpc.health.v1.Health/Check and prints the serving status. `loadtest`
-// sends FILE's request (with the option flags applied) with --in_flight
-// calls in flight for --duration (or --calls calls), checks every status
-// and response (client/load_test.h) and prints throughput, latency
-// percentiles and cache statuses. `frame` writes FILE's request (with the
-// option flags applied) to stdout as one gRPC message: a 5-byte prefix
-// (0, then the length as a big-endian u32) and the serialized request, the
-// body h2load sends with -d to cross-check the load test.
+// printed; with --output=table a readable summary per file. --trace asks
+// the server for the call's trace (options.include_trace) and writes its
+// trace_json to the file given (Chrome Trace Event JSON, for Perfetto; left
+// out of the printed response); --svg and --html write a picture of the
+// plan (client/plan_picture.h). These three take one FILE to plan. `health`
+// calls grpc.health.v1.Health/Check and prints the serving status.
+// `loadtest` sends FILE's request (with the option flags applied) with
+// --in_flight calls in flight for --duration (or --calls calls), checks
+// every status and response (client/load_test.h) and prints throughput,
+// latency percentiles and cache statuses. `frame` writes FILE's request
+// (with the option flags applied) to stdout as one gRPC message: a 5-byte
+// prefix (0, then the length as a big-endian u32) and the serialized
+// request, the body h2load sends with -d to cross-check the load test.
 //
 // Every command that calls the server takes --tls (or --tls_ca_file=PEM,
 // the CA of the server's certificate), --tls_cert_file=PEM and
@@ -34,11 +39,12 @@
 // "authorization: Bearer TOKEN" on memplan.v1 calls).
 //
 // Exit status: 0 when every file was planned (or the server is SERVING, or
-// every load-test call succeeded); 1 when any call or file failed, with "FILE: CODE: message" on stderr
-// (e.g. "g.json: INVALID_ARGUMENT: buffers[3] ("buf7"): size_bytes is
-// missing"), followed by one line per detail of the error
-// ("  field buffers[3].size_bytes: size_bytes is missing", "  limit
-// buffers: ..."); 2 for a usage error (flags that do not go together).
+// every load-test call succeeded); 1 when any call or file failed, with
+// "FILE: CODE: message" on stderr (e.g. "g.json: INVALID_ARGUMENT:
+// buffers[3] ("buf7"): size_bytes is missing"), followed by one line per
+// detail of the error ("  field buffers[3].size_bytes: size_bytes is
+// missing", "  limit buffers: ..."); 2 for a usage error (flags that do not
+// go together).
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -62,8 +68,10 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "client/load_test.h"
+#include "client/plan_picture.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "proto/convert.h"
 #include "proto/graph_files.h"
 #include "proto/status_details.h"
 
@@ -89,6 +97,14 @@ ABSL_FLAG(std::string, output, "json",
           "summary per file");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(30),
           "deadline of each call, e.g. 30s or 500ms");
+ABSL_FLAG(std::string, trace, "",
+          "plan: write the call's trace (Chrome Trace Event JSON: phases and "
+          "the plan's memory timeline, for ui.perfetto.dev) to this file");
+ABSL_FLAG(std::string, svg, "",
+          "plan: write a picture of the plan (SVG) to this file");
+ABSL_FLAG(std::string, html, "",
+          "plan: write the picture as a self-contained HTML page with hover "
+          "details to this file");
 ABSL_FLAG(std::string, service, "",
           "health: the service to check; empty: the whole server");
 ABSL_FLAG(int32_t, in_flight, 16, "loadtest: calls kept in flight");
@@ -132,7 +148,8 @@ constexpr char kUsage[] =
     "               [--pool_mode=NAME] [--alignment=BYTES] "
     "[--capacity=BYTES]\n"
     "               [--time_budget=DURATION] [--output=json|table] "
-    "[--timeout=DURATION] FILE...\n"
+    "[--timeout=DURATION]\n"
+    "               [--trace=FILE] [--svg=FILE] [--html=FILE] FILE...\n"
     "  memplan health [--server=HOST:PORT] [--service=NAME]\n"
     "  memplan loadtest [--server=HOST:PORT] [--in_flight=N] "
     "[--duration=DURATION | --calls=N]\n"
@@ -148,7 +165,8 @@ constexpr char kUsage[] =
     "the buffer). --capacity applies to every device. Exit status 0 on\n"
     "success, 1 when any file or call failed (\"FILE: CODE: message\" on\n"
     "stderr, e.g. RESOURCE_EXHAUSTED when no plan fits --capacity), 2 for a\n"
-    "usage error.";
+    "usage error. --trace, --svg and --html write the call's trace and\n"
+    "pictures of its plan, for one FILE.";
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
@@ -363,6 +381,62 @@ std::string ToTable(const std::string& file, int buffer_count,
   return table;
 }
 
+// Writes `contents` to file `path`. Returns UNAVAILABLE naming the file
+// when it cannot.
+absl::Status WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << contents;
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+// Where --trace, --svg and --html write; "" for none.
+struct Artifacts {
+  std::string trace;
+  std::string svg;
+  std::string html;
+
+  bool any() const { return !trace.empty() || !svg.empty() || !html.empty(); }
+};
+
+// Writes the artifacts of `file`'s plan: the trace from `response`, the
+// pictures of the plan in `response` of the problem in `request`. Returns
+// the first error (INVALID_ARGUMENT for a response that does not fit the
+// request, UNAVAILABLE for a file that cannot be written).
+absl::Status WriteArtifacts(const Artifacts& artifacts, const std::string& file,
+                            const v1::PlanMemoryRequest& request,
+                            const v1::PlanMemoryResponse& response) {
+  if (!artifacts.trace.empty()) {
+    if (absl::Status status = WriteFile(artifacts.trace, response.trace_json());
+        !status.ok()) {
+      return status;
+    }
+  }
+  if (artifacts.svg.empty() && artifacts.html.empty()) return absl::OkStatus();
+  absl::StatusOr<Problem> problem = RequestToProblem(request);
+  if (!problem.ok()) return problem.status();
+  absl::StatusOr<Plan> plan = ResponseToPlan(response);
+  if (!plan.ok()) return plan.status();
+  PictureOptions options;
+  options.title = file;
+  options.planner = response.stats().planner();
+  const struct {
+    const std::string& path;
+    absl::StatusOr<std::string> (*render)(const Problem&, const Plan&,
+                                          const PictureOptions&);
+  } kPictures[] = {{artifacts.svg, PlanSvg}, {artifacts.html, PlanHtml}};
+  for (const auto& picture : kPictures) {
+    if (picture.path.empty()) continue;
+    absl::StatusOr<std::string> text = picture.render(*problem, *plan, options);
+    if (!text.ok()) return text.status();
+    if (absl::Status status = WriteFile(picture.path, *text); !status.ok()) {
+      return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
 int RunPlan(const std::vector<std::string>& files) {
   const std::string output = absl::GetFlag(FLAGS_output);
   if (output != "json" && output != "table") {
@@ -380,6 +454,16 @@ int RunPlan(const std::vector<std::string>& files) {
     std::fprintf(stderr, "memplan plan: no FILE given\n");
     return kExitUsage;
   }
+  const Artifacts artifacts{absl::GetFlag(FLAGS_trace),
+                            absl::GetFlag(FLAGS_svg),
+                            absl::GetFlag(FLAGS_html)};
+  if (artifacts.any() && files.size() != 1) {
+    std::fprintf(stderr,
+                 "memplan plan: --trace, --svg and --html take one FILE, got "
+                 "%zu\n",
+                 files.size());
+    return kExitUsage;
+  }
 
   int exit_code = 0;
   const std::optional<Connection> connection =
@@ -395,13 +479,25 @@ int RunPlan(const std::vector<std::string>& files) {
       continue;
     }
     Apply(*overrides, *request);
-    const absl::StatusOr<v1::PlanMemoryResponse> response =
+    if (!artifacts.trace.empty()) {
+      request->mutable_options()->set_include_trace(true);
+    }
+    absl::StatusOr<v1::PlanMemoryResponse> response =
         client.PlanMemory(*request, absl::GetFlag(FLAGS_timeout));
     if (!response.ok()) {
       PrintError(file, response.status());
       exit_code = kExitFailure;
       continue;
     }
+    if (absl::Status status =
+            WriteArtifacts(artifacts, file, *request, *response);
+        !status.ok()) {
+      std::fprintf(stderr, "%s: %s\n", file.c_str(),
+                   status.ToString().c_str());
+      exit_code = kExitFailure;
+      continue;
+    }
+    response->clear_trace_json();  // in its file, not on stdout
     const std::string text = output == "json"
                                  ? ToJsonLine(*response) + "\n"
                                  : ToTable(file, request->buffers_size(),

@@ -8,6 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev grpc-proto libxxhash-dev
   libhiredis-dev redis-server openssl
+  prometheus-cpp-dev libpng-dev chromium
   # The Python client (client/python) and its tests, for /usr/bin/python3;
   # python3-sympy only for the tests of memplan.inductor's symbolic parsing.
   python3 python3-grpcio python3-protobuf python3-sympy

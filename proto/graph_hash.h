@@ -34,7 +34,9 @@
 //     i64     its timestep (0: outside every run)
 //
 // Names, dtypes and symbolic sizes are labels, not inputs of the plan: two
-// requests that differ only in them hash alike. Any change to the encoding
+// requests that differ only in them hash alike; so do requests that differ
+// only in options.include_trace (it asks for the call's trace, not another
+// plan). Any change to the encoding
 // must bump kGraphHashFormatVersion, and any change to a planner that may
 // give another plan for the same input must bump kPlannerVersion, so that
 // old cache entries (in process and in Redis) are not reused.

@@ -12,15 +12,21 @@
 //                  [--keepalive_min_ping_interval=DURATION]
 //                  [--keepalive_max_ping_strikes=N]
 //                  [--keepalive_permit_without_calls=BOOL]
+//                  [--metrics_listen=HOST:PORT] [--trace_dir=DIR]
+//                  [--trace_dir_max_bytes=BYTES]
+//                  [--log_level=info|warning|error|off]
 //
 // Prints "memplan-server listening on HOST:PORT" to stderr once serving
-// (the bound port, also for --listen=HOST:0). On SIGINT or SIGTERM it stops
-// accepting calls (a call started afterwards gets UNAVAILABLE), lets calls
-// in flight finish within --shutdown_grace, cancels the rest, and exits 0.
-// Exits 2 for flags that are out of range or do not go together (e.g.
-// --tls_key_file without --tls_cert_file) or name a file without a PEM block
-// or token; 1 when it cannot start (a file that cannot be read, an address
-// it cannot listen on, a certificate that does not match its key).
+// (the bound port, also for --listen=HOST:0), after "memplan-server metrics
+// on http://HOST:PORT/metrics" when --metrics_listen is set. Then one log
+// line per call on stderr (server/call_log.h) at --log_level and above. On
+// SIGINT or SIGTERM it stops accepting calls (a call started afterwards
+// gets UNAVAILABLE), lets calls in flight finish within --shutdown_grace,
+// cancels the rest, and exits 0. Exits 2 for flags that are out of range or
+// do not go together (e.g. --tls_key_file without --tls_cert_file) or name
+// a file without a PEM block or token; 1 when it cannot start (a file that
+// cannot be read, an address it cannot listen on, a certificate that does
+// not match its key).
 #include <pthread.h>
 #include <signal.h>
 
@@ -32,6 +38,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/server.h"
@@ -99,6 +106,18 @@ ABSL_FLAG(int32_t, keepalive_max_ping_strikes,
 ABSL_FLAG(bool, keepalive_permit_without_calls,
           memplan::KeepaliveOptions().permit_without_calls,
           "send and accept keepalive pings on connections without calls");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus metrics on (HTTP GET /metrics), "
+          "e.g. 127.0.0.1:9464; port 0 picks a free port; empty: off");
+ABSL_FLAG(std::string, trace_dir, "",
+          "directory to write every plan's trace to (Chrome Trace Event "
+          "JSON, GRAPH_HASH.trace.json); empty: off");
+ABSL_FLAG(int64_t, trace_dir_max_bytes, int64_t{1} << 30,
+          "bytes the trace files in --trace_dir may total; the oldest are "
+          "deleted first");
+ABSL_FLAG(std::string, log_level, "info",
+          "one line per call on stderr at this level and above: info (every "
+          "call), warning (failed calls), error (server failures) or off");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -110,7 +129,9 @@ int main(int argc, char** argv) {
       "[--tls_cert_file=PEM --tls_key_file=PEM [--tls_client_ca_file=PEM]] "
       "[--auth_tokens_file=FILE] [--max_buffers=N] [--max_events=N] "
       "[--max_nodes=N] [--max_planning_time=DURATION] [--max_threads=N] "
-      "[--keepalive_*=...]");
+      "[--keepalive_*=...] "
+      "[--metrics_listen=HOST:PORT] [--trace_dir=DIR] "
+      "[--trace_dir_max_bytes=BYTES] [--log_level=info|warning|error|off]");
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   // Debian builds Abseil without NDEBUG, so absl::Mutex (gRPC's mutex too)
   // tracks lock order on every lock to detect deadlocks: a debugging aid
@@ -129,6 +150,14 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const absl::StatusOr<memplan::LogLevel> log_level =
+      memplan::ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  if (!log_level.ok()) {
+    std::fprintf(stderr, "memplan-server: --log_level: %s\n",
+                 std::string(log_level.status().message()).c_str());
+    return 2;
+  }
 
   memplan::Server::Options options;
   options.listen = absl::GetFlag(FLAGS_listen);
@@ -161,6 +190,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memplan-server: --shutdown_grace must be >= 0\n");
     return 2;
   }
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.trace_dir = absl::GetFlag(FLAGS_trace_dir);
+  options.trace_dir_max_bytes = absl::GetFlag(FLAGS_trace_dir_max_bytes);
+  options.log_level = *log_level;
   memplan::Server server(options);
   if (absl::Status status = server.Start(); !status.ok()) {
     std::fprintf(stderr, "memplan-server: %s\n", status.ToString().c_str());
@@ -171,6 +204,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "memplan-server: warning: --auth_tokens_file without TLS: "
                  "bearer tokens cross the network in plaintext\n");
+  }
+  if (server.metrics_port() != 0) {
+    const std::string& metrics = options.metrics_listen;
+    std::fprintf(stderr, "memplan-server metrics on http://%s:%d/metrics\n",
+                 metrics.substr(0, metrics.rfind(':')).c_str(),
+                 server.metrics_port());
   }
   std::fprintf(stderr, "memplan-server listening on %s\n",
                server.address().c_str());

@@ -64,7 +64,8 @@ int DefaultWorkerThreads() {
   return std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-Server::Server(Options options) : options_(std::move(options)) {}
+Server::Server(Options options)
+    : options_(std::move(options)), log_(options_.log_level, stderr) {}
 
 Server::~Server() { Shutdown(absl::ZeroDuration()); }
 
@@ -129,6 +130,21 @@ absl::Status Server::Start() {
     redis.timeout = options_.redis_timeout;
     service_options.redis = redis;
   }
+  if (!options_.trace_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<TraceDirectory>> traces =
+        TraceDirectory::Open(options_.trace_dir, options_.trace_dir_max_bytes);
+    if (!traces.ok()) return traces.status();
+    traces_ = *std::move(traces);
+  }
+  if (!options_.metrics_listen.empty()) {
+    if (absl::Status status = metrics_.Serve(options_.metrics_listen);
+        !status.ok()) {
+      return status;
+    }
+  }
+  service_options.metrics = &metrics_;
+  service_options.log = &log_;
+  service_options.traces = traces_.get();
 
   // Reflection describes services from the generated descriptor pool, and
   // gRPC's built-in health service brings no descriptors of its own: using

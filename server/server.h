@@ -13,9 +13,12 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "server/call_log.h"
+#include "server/metrics.h"
 #include "server/request_limits.h"
 #include "server/service.h"
 #include "server/tls.h"
+#include "server/trace_dir.h"
 
 namespace memplan {
 
@@ -96,6 +99,19 @@ class Server {
     absl::Duration redis_ttl = absl::Hours(24);
     // Bounds connecting to Redis and each command; > 0.
     absl::Duration redis_timeout = absl::Milliseconds(50);
+    // HOST:PORT to serve Prometheus metrics on, as HTTP GET /metrics
+    // (server/metrics.h lists them); port 0 picks a free port (see
+    // metrics_port()). Empty: not served (they are still counted).
+    std::string metrics_listen;
+    // Directory to write the trace of every plan to, one file per graph
+    // hash (server/trace_dir.h); created when missing. Empty: none.
+    std::string trace_dir;
+    // Bytes the trace files in trace_dir may total (> 0); the oldest are
+    // deleted first.
+    int64_t trace_dir_max_bytes = int64_t{1} << 30;
+    // The lowest level of the log lines written to stderr, one per call
+    // (server/call_log.h); kOff writes none.
+    LogLevel log_level = LogLevel::kOff;
   };
 
   explicit Server(Options options);
@@ -107,14 +123,15 @@ class Server {
 
   // Starts serving memplan.v1.MemoryPlanner, grpc.health.v1.Health (status
   // SERVING for "" and "memplan.v1.MemoryPlanner") and reflection
-  // (grpc.reflection.v1alpha, able to describe all three). Redis, when
+  // (grpc.reflection.v1alpha, able to describe all three); and, as the
+  // options say, metrics over HTTP and traces into trace_dir. Redis, when
   // configured, is connected in the background: it need not be up. Returns
   // INVALID_ARGUMENT for bad options (naming the option), NOT_FOUND for a
   // TLS or token file that cannot be read (ServerCredentialsFor,
   // TokenAuthenticator::FromFile, with their INVALID_ARGUMENTs),
   // FAILED_PRECONDITION when already started, UNAVAILABLE naming the
-  // address when it cannot listen there (also: a certificate that does not
-  // match its key).
+  // address (or the trace directory) when it cannot listen there (or
+  // create it; also: a certificate that does not match its key).
   absl::Status Start();
 
   // Returns the port bound after Start (the chosen one for port 0), or 0.
@@ -123,6 +140,12 @@ class Server {
   // Returns "HOST:PORT" with the bound port, e.g. "127.0.0.1:41234"; "" when
   // not listening.
   std::string address() const;
+
+  // Returns the port metrics are served on after Start, or 0 when not.
+  int metrics_port() const { return metrics_.port(); }
+
+  // Returns the server's metrics (counted whether served or not).
+  ServiceMetrics& metrics() { return metrics_; }
 
   // Returns the MemoryPlanner service this server runs; only after a
   // successful Start.
@@ -141,6 +164,10 @@ class Server {
 
  private:
   Options options_;
+  // The service's observers, before it: they outlive it.
+  ServiceMetrics metrics_;
+  CallLog log_;
+  std::unique_ptr<TraceDirectory> traces_;  // null without trace_dir
   // Before server_, so that it outlives the gRPC server's calls.
   std::unique_ptr<MemoryPlannerService> service_;
   std::unique_ptr<grpc::Server> server_;

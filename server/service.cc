@@ -4,6 +4,8 @@
 #include <xxhash.h>
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
@@ -12,8 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/planners.h"
@@ -21,9 +26,13 @@
 #include "proto/graph_hash.h"
 #include "proto/grpc_status.h"
 #include "proto/status_details.h"
+#include "server/plan_trace.h"
 
 namespace memplan {
 namespace {
+
+constexpr char kPlanMemory[] = "PlanMemory";
+constexpr char kGetPlan[] = "GetPlan";
 
 // Returns the call's deadline; gRPC reports "none" as time_point::max().
 absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
@@ -79,23 +88,116 @@ bool ParseBytes(const grpc::ByteBuffer& bytes,
   return message.ParseFromZeroCopyStream(&reader);
 }
 
-// Returns the bytes of `response` (a serialized response, `cache` unset)
-// with `cache` = `status` appended: field 5 is the message's last, so this
-// is exactly how the whole message serializes. Shares `response`.
+// Returns 32 lowercase hex characters for `digest`, as GraphHash spells a
+// graph hash.
+std::string DigestHex(Digest digest) {
+  return absl::StrFormat("%016x%016x", absl::Uint128High64(digest),
+                         absl::Uint128Low64(digest));
+}
+
+// Returns the bytes of `response` (a serialized response, `cache` and
+// `trace_json` unset: fields 1 to 4 only) followed by field 5, `cache` =
+// `status`, and, when `trace` is not empty, field 6, `trace_json` =
+// `trace`: fields in number order, which is exactly how protobuf
+// serializes the whole message. Shares `response`.
 grpc::ByteBuffer ResponseBytes(std::shared_ptr<const std::string> response,
-                               v1::CacheStatus status) {
+                               v1::CacheStatus status, std::string trace) {
   static constexpr char kCacheField[4][2] = {
       {0x28, 0}, {0x28, 1}, {0x28, 2}, {0x28, 3}};  // tag 5 varint, value
   auto* owner = new std::shared_ptr<const std::string>(std::move(response));
-  grpc::Slice slices[2] = {
+  grpc::Slice slices[3] = {
       grpc::Slice(
           const_cast<char*>((*owner)->data()), (*owner)->size(),
           [](void* owned) {
             delete static_cast<std::shared_ptr<const std::string>*>(owned);
           },
           owner),
-      grpc::Slice(kCacheField[status], 2, grpc::Slice::STATIC_SLICE)};
-  return grpc::ByteBuffer(slices, 2);
+      grpc::Slice(kCacheField[status], 2, grpc::Slice::STATIC_SLICE),
+      grpc::Slice()};
+  if (trace.empty()) return grpc::ByteBuffer(slices, 2);
+  v1::PlanMemoryResponse trace_only;  // serializes as field 6 alone
+  trace_only.set_trace_json(std::move(trace));
+  slices[2] = grpc::Slice(trace_only.SerializeAsString());
+  return grpc::ByteBuffer(slices, 3);
+}
+
+// Returns the devices of `plan`'s pools, each once, in pool order.
+std::vector<std::string> PoolDevices(const Plan& plan) {
+  std::vector<std::string> devices;
+  absl::flat_hash_set<std::string> seen;
+  for (const Pool& pool : plan.pools) {
+    if (seen.insert(pool.device).second) devices.push_back(pool.device);
+  }
+  return devices;
+}
+
+// Returns the device of the Pool message `in` is limited to.
+bool ReadPoolDevice(google::protobuf::io::CodedInputStream& in,
+                    std::string& device) {
+  using ::google::protobuf::internal::WireFormatLite;
+  while (const uint32_t tag = in.ReadTag()) {
+    if (tag == WireFormatLite::MakeTag(
+                   v1::Pool::kDeviceFieldNumber,
+                   WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+      uint32_t length = 0;
+      if (!in.ReadVarint32(&length) ||
+          !in.ReadString(&device, static_cast<int>(length))) {
+        return false;
+      }
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+  return in.ConsumedEntireMessage();
+}
+
+// Fills what `record` says of the plan in `stored` (a serialized response):
+// its buffers (assignments), devices (of its pools) and stats. Reads only
+// that, field by field: the stats are parsed, the pools' devices read, the
+// assignments (most of the bytes) only counted. Returns false when the
+// bytes do not parse.
+bool RecordStoredPlan(const std::string& stored, CallRecord& record) {
+  using ::google::protobuf::internal::WireFormatLite;
+  using Response = v1::PlanMemoryResponse;
+  constexpr auto kMessage = WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+  constexpr uint32_t kPoolTag =
+      WireFormatLite::MakeTag(Response::kPoolsFieldNumber, kMessage);
+  constexpr uint32_t kAssignmentTag =
+      WireFormatLite::MakeTag(Response::kAssignmentsFieldNumber, kMessage);
+  constexpr uint32_t kStatsTag =
+      WireFormatLite::MakeTag(Response::kStatsFieldNumber, kMessage);
+  google::protobuf::io::CodedInputStream in(
+      reinterpret_cast<const uint8_t*>(stored.data()),
+      static_cast<int>(stored.size()));
+  std::vector<std::string> devices;  // few: a linear search is quickest
+  std::string device;
+  v1::PlanStats stats;
+  int64_t assignments = 0;
+  while (const uint32_t tag = in.ReadTag()) {
+    if (tag == kAssignmentTag) ++assignments;
+    if (tag != kPoolTag && tag != kStatsTag) {
+      if (!WireFormatLite::SkipField(&in, tag)) return false;
+      continue;
+    }
+    uint32_t length = 0;
+    if (!in.ReadVarint32(&length)) return false;
+    const auto limit = in.PushLimit(static_cast<int>(length));
+    if (tag == kStatsTag) {
+      if (!stats.MergeFromCodedStream(&in)) return false;
+    } else {
+      if (!ReadPoolDevice(in, device)) return false;
+      if (std::find(devices.begin(), devices.end(), device) == devices.end()) {
+        devices.push_back(device);
+      }
+    }
+    in.PopLimit(limit);
+  }
+  record.buffers = assignments;
+  record.devices = static_cast<int64_t>(devices.size());
+  record.planner = stats.planner();
+  record.total_pool_bytes = stats.total_pool_bytes();
+  record.lower_bound_bytes = stats.lower_bound_bytes();
+  return true;
 }
 
 // Returns whether strategy `name` searches for better plans until its time
@@ -112,24 +214,26 @@ bool IsDeadlineOrCancelled(const absl::Status& status) {
 
 }  // namespace
 
-// One PlanMemory or GetPlan call: its reactor, deadline and cancellation.
-// Ended exactly once, by Reply or Fail, from whichever thread answers it;
-// deleted by gRPC's OnDone after that.
+// One PlanMemory or GetPlan call: its reactor, deadline and cancellation,
+// and what it did (spans and record). Ended exactly once, by Reply or Fail,
+// from whichever thread answers it, which reports it to the service;
+// deleted once gRPC's OnDone has come and no Hold is left. Its spans and
+// record are touched by one thread at a time: the one working on the call
+// (gRPC's, then a worker's, then, for a follower, the leader's; each hands
+// it on through a mutex: the worker pool's or the flight's).
 class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
  public:
-  // `counted`: a PlanMemory call, counted in calls_in_flight until ended.
-  // `request_type`: the request's message type, which the field paths of
-  // INVALID_ARGUMENT details are in.
+  // `method`: kPlanMemory or kGetPlan. `request_type`: the request's
+  // message type, which the field paths of INVALID_ARGUMENT details are in.
   Call(MemoryPlannerService& service, grpc::CallbackServerContext& context,
-       grpc::ByteBuffer& response, bool counted,
+       grpc::ByteBuffer& response, const char* method,
        const google::protobuf::Descriptor& request_type)
       : service_(service),
         response_(response),
-        counted_(counted),
-        request_type_(request_type) {
-    if (counted_) {
-      service_.calls_in_flight_.fetch_add(1, std::memory_order_relaxed);
-    }
+        request_type_(request_type),
+        phases_(method) {
+    record_.method = method;
+    service_.CallStarted(method);
     plan_context_.deadline = DeadlineOf(context);
     plan_context_.cancelled = &cancelled_;
   }
@@ -137,20 +241,46 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
   // What bounds planning for this call: its deadline and cancellation.
   const PlanContext& plan_context() const { return plan_context_; }
 
-  // Ends the call with `response` (`cache` unset) and status `cache`.
+  // The call's spans (server/phases.h), and what its log line and metrics
+  // say (server/call_record.h).
+  PhaseRecorder& phases() { return phases_; }
+  CallRecord& record() { return record_; }
+
+  // Whether the request asked for its trace (options.include_trace).
+  bool wants_trace() const { return wants_trace_; }
+  void set_wants_trace(bool wants_trace) { wants_trace_ = wants_trace; }
+
+  // Opens span `name`, ended by EndHeldSpan: a phase that ends on another
+  // thread (waiting for a worker, or for a flight's leader).
+  void HoldSpan(absl::string_view name) { held_.emplace(phases_.Span(name)); }
+  // Ends the span HoldSpan opened (with detail `key` = `value`).
+  void EndHeldSpan() { held_.reset(); }
+  void EndHeldSpan(absl::string_view key, absl::string_view value) {
+    if (held_.has_value()) held_->AddArg(key, value);
+    held_.reset();
+  }
+
+  // Ends the call with `response` (`cache` and `trace_json` unset), status
+  // `cache`, and `trace` ("": none) as trace_json.
   void Reply(std::shared_ptr<const std::string> response,
-             v1::CacheStatus cache) {
+             v1::CacheStatus cache, std::string trace = "") {
     if (!Claim()) return;
-    response_ = ResponseBytes(std::move(response), cache);
+    record_.cache = cache;
+    if (record_.planner.empty() && service_.logs_every_call_) {
+      // A hit: what the log line says of the plan is in the response.
+      (void)RecordStoredPlan(*response, record_);
+    }
+    response_ = ResponseBytes(std::move(response), cache, std::move(trace));
+    Report(absl::OkStatus());
     Finish(grpc::Status::OK);
   }
 
   // Ends the call with `status` (not OK), an INVALID_ARGUMENT with the
   // google.rpc.BadRequest of the field its message names.
   void Fail(const absl::Status& status) {
-    if (Claim()) {
-      Finish(ToGrpcStatus(WithFieldViolationsFromMessage(status, request_type_)));
-    }
+    if (!Claim()) return;
+    Report(status);
+    Finish(ToGrpcStatus(WithFieldViolationsFromMessage(status, request_type_)));
   }
 
   // Marks the call as waiting in a flight: `leave` takes its waiter back
@@ -176,7 +306,15 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
     }
     if (leave && leave()) Fail(Cancelled());
   }
-  void OnDone() override { delete this; }
+  void OnDone() override { Release(); }
+
+  // Keeps the call alive until Release, even past its end: a thread that
+  // hands the call to a flight must still reach it after the leader may
+  // have answered it.
+  void Hold() { holds_.fetch_add(1, std::memory_order_relaxed); }
+  void Release() {
+    if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
 
  private:
   static absl::Status Cancelled() {
@@ -186,21 +324,27 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
 
   // Returns true for the one caller that may end the call (a safeguard:
   // the flight's Leave already makes the answer exclusive).
-  bool Claim() {
-    if (ended_.exchange(true)) return false;
-    if (counted_) {
-      service_.calls_in_flight_.fetch_sub(1, std::memory_order_relaxed);
-    }
-    return true;
+  bool Claim() { return !ended_.exchange(true); }
+
+  // Reports the call's end with `status` to the service.
+  void Report(const absl::Status& status) {
+    record_.duration = phases_.Elapsed();
+    record_.code = status.code();
+    record_.message = std::string(status.message());
+    service_.CallFinished(record_);
   }
 
   MemoryPlannerService& service_;
   grpc::ByteBuffer& response_;
-  const bool counted_;
   const google::protobuf::Descriptor& request_type_;
   std::atomic<bool> ended_{false};
   std::atomic<bool> cancelled_{false};
+  std::atomic<int> holds_{1};  // gRPC's, until OnDone, and Hold's
   PlanContext plan_context_;
+  PhaseRecorder phases_;
+  CallRecord record_;
+  bool wants_trace_ = false;
+  std::optional<PhaseRecorder::Scope> held_;  // HoldSpan's span, while open
   absl::Mutex mutex_;
   // Set while waiting in a flight (the last one joined).
   std::function<bool()> leave_ ABSL_GUARDED_BY(mutex_);
@@ -217,19 +361,29 @@ std::string ServiceCounters::ToString() const {
 MemoryPlannerService::MemoryPlannerService(Options options)
     : limits_(options.limits),
       auth_(std::move(options.auth)),
+      metrics_(options.metrics),
+      log_(options.log),
+      traces_(options.traces),
+      logs_every_call_(options.log != nullptr &&
+                       options.log->level() <= LogLevel::kInfo),
       cache_(options.cache_bytes),
       workers_(options.worker_threads) {
   if (options.redis.has_value()) {
     redis_ = std::make_unique<RedisCache>(*std::move(options.redis));
   }
+  if (metrics_ != nullptr) {
+    metrics_->SetCacheSource([this] { return cache_.counters(); });
+  }
 }
 
-MemoryPlannerService::~MemoryPlannerService() = default;
+MemoryPlannerService::~MemoryPlannerService() {
+  if (metrics_ != nullptr) metrics_->SetCacheSource(nullptr);
+}
 
 grpc::ServerUnaryReactor* MemoryPlannerService::PlanMemory(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  auto* call = new Call(*this, *context, *response, /*counted=*/true,
+  auto* call = new Call(*this, *context, *response, kPlanMemory,
                         *v1::PlanMemoryRequest::descriptor());
   if (auth_ != nullptr) {
     if (absl::Status status = auth_->Authenticate(context->client_metadata());
@@ -238,15 +392,21 @@ grpc::ServerUnaryReactor* MemoryPlannerService::PlanMemory(
       return call;
     }
   }
+  PhaseRecorder::Scope lookup = call->phases().Span("alias_lookup");
   const Digest digest = BytesDigest(*request);
   if (const std::optional<Digest> graph_hash = cache_.FindAlias(digest)) {
     if (std::shared_ptr<const std::string> stored =
             cache_.FindPlan(*graph_hash)) {
-      Count(v1::CACHE_STATUS_LOCAL);
+      lookup.AddArg("status", "LOCAL");
+      lookup.End();
+      if (logs_every_call_) call->record().graph_hash = DigestHex(*graph_hash);
       call->Reply(std::move(stored), v1::CACHE_STATUS_LOCAL);
       return call;
     }
   }
+  lookup.AddArg("status", "MISS");
+  lookup.End();
+  call->HoldSpan("queue");
   workers_.Schedule(
       [this, call, request, digest] { Answer(call, *request, digest); });
   return call;
@@ -254,30 +414,51 @@ grpc::ServerUnaryReactor* MemoryPlannerService::PlanMemory(
 
 void MemoryPlannerService::Answer(Call* call, const grpc::ByteBuffer& bytes,
                                   Digest digest) {
+  call->EndHeldSpan();
   if (absl::Status status = call->plan_context().Check(); !status.ok()) {
     call->Fail(status);
     return;
   }
+  // Every span ends before the call does: an ended call may be gone.
+  PhaseRecorder::Scope decode = call->phases().Span("decode");
   // On an arena: one allocation for the request's many small messages and
   // strings instead of one each.
   google::protobuf::Arena arena;
   v1::PlanMemoryRequest& request =
       *google::protobuf::Arena::CreateMessage<v1::PlanMemoryRequest>(&arena);
-  if (!ParseBytes(bytes, request)) {
-    call->Fail(absl::InvalidArgumentError(
-        "the request does not parse as a memplan.v1.PlanMemoryRequest"));
-    return;
-  }
-  absl::StatusOr<ResolvedRequest> resolved = Resolve(request);
+  absl::StatusOr<ResolvedRequest> resolved =
+      ParseBytes(bytes, request)
+          ? Resolve(request)
+          : absl::InvalidArgumentError(
+                "the request does not parse as a "
+                "memplan.v1.PlanMemoryRequest");
   if (!resolved.ok()) {
+    decode.End();
     call->Fail(resolved.status());
     return;
   }
+  call->set_wants_trace(request.options().include_trace());
+  CallRecord& record = call->record();
+  record.buffers = static_cast<int64_t>(resolved->problem.buffers.size());
+  absl::flat_hash_set<absl::string_view> devices;
+  for (const Buffer& buffer : resolved->problem.buffers) {
+    devices.insert(buffer.device);
+  }
+  record.devices = static_cast<int64_t>(devices.size());
+  record.strategy = resolved->strategy;
+  decode.AddArg("buffers", record.buffers);
+  decode.AddArg("request_bytes", static_cast<int64_t>(bytes.Length()));
+  decode.End();
+
+  PhaseRecorder::Scope hash = call->phases().Span("hash");
   auto miss = std::make_shared<Miss>();
   miss->resolved = *std::move(resolved);
   miss->graph_hash = GraphHash(miss->resolved);
   miss->key = ParseGraphHash(miss->graph_hash).value();  // GraphHash's hex
-  cache_.InsertAlias(digest, miss->key);
+  record.graph_hash = miss->graph_hash;
+  // A request that asks for a trace is always parsed, to trace its call.
+  if (!call->wants_trace()) cache_.InsertAlias(digest, miss->key);
+  hash.End();
   Pursue(call, std::move(miss));
 }
 
@@ -287,11 +468,21 @@ void MemoryPlannerService::Pursue(Call* call,
     call->Fail(status);
     return;
   }
+  PhaseRecorder::Scope lookup = call->phases().Span("cache_lookup");
   if (std::shared_ptr<const std::string> stored = cache_.FindPlan(miss->key)) {
-    Count(v1::CACHE_STATUS_LOCAL);
-    call->Reply(std::move(stored), v1::CACHE_STATUS_LOCAL);
+    lookup.AddArg("status", "LOCAL");
+    lookup.End();
+    ReplyWithPlan(call, *miss, std::move(stored), v1::CACHE_STATUS_LOCAL,
+                  /*leader=*/false);
     return;
   }
+  lookup.AddArg("status", "MISS");
+  lookup.End();
+  call->record().cache = v1::CACHE_STATUS_MISS;  // a hit says so in Reply
+  // Opened before Join: once joined, a follower is the leader's to answer,
+  // and may be answered (and done) before WaitIn below: held until then.
+  call->HoldSpan("single_flight");
+  call->Hold();
   const SingleFlight::Ticket ticket = flights_.Join(
       miss->key, [this, call, miss](const FlightOutcome& outcome) {
         Follow(call, miss, outcome);
@@ -301,31 +492,40 @@ void MemoryPlannerService::Pursue(Call* call,
     call->WaitIn([this, key = miss->key, waiter = ticket.waiter] {
       return flights_.Leave(key, waiter);
     });
+    call->Release();
     return;  // Follow answers it
   }
+  call->Release();
+  call->EndHeldSpan("role", "leader");
   // A leader that landed between the lookup above and Join stored its
   // plan: look again, or this call would plan the same graph twice.
+  PhaseRecorder::Scope again = call->phases().Span("cache_lookup");
   if (std::shared_ptr<const std::string> stored = cache_.FindPlan(miss->key)) {
+    again.AddArg("status", "LOCAL");
+    again.End();
     FlightOutcome outcome;
     outcome.response = stored;
     outcome.source = v1::CACHE_STATUS_LOCAL;
     flights_.Land(miss->key, outcome);
-    Count(v1::CACHE_STATUS_LOCAL);
-    call->Reply(std::move(stored), v1::CACHE_STATUS_LOCAL);
+    ReplyWithPlan(call, *miss, std::move(stored), v1::CACHE_STATUS_LOCAL,
+                  /*leader=*/false);
     return;
   }
-  const FlightOutcome outcome = Lead(*miss, call->plan_context());
+  again.AddArg("status", "MISS");
+  again.End();
+  const FlightOutcome outcome = Lead(*miss, *call);
   flights_.Land(miss->key, outcome);
   if (!outcome.status.ok()) {
     call->Fail(outcome.status);
     return;
   }
-  Count(outcome.source);
-  call->Reply(outcome.response, outcome.source);
+  ReplyWithPlan(call, *miss, outcome.response, outcome.source,
+                /*leader=*/true);
 }
 
 void MemoryPlannerService::Follow(Call* call, std::shared_ptr<const Miss> miss,
                                   const FlightOutcome& outcome) {
+  call->EndHeldSpan("role", "follower");
   if (outcome.retry) {
     // The leader's own deadline ended its run: this call tries itself.
     workers_.Schedule([this, call, miss] { Pursue(call, miss); });
@@ -339,16 +539,26 @@ void MemoryPlannerService::Follow(Call* call, std::shared_ptr<const Miss> miss,
   const v1::CacheStatus cache = outcome.source == v1::CACHE_STATUS_MISS
                                     ? v1::CACHE_STATUS_LOCAL
                                     : outcome.source;
-  Count(cache);
+  if (call->wants_trace()) {
+    // Building a trace takes a while: not on the leader's thread.
+    workers_.Schedule([this, call, miss, stored = outcome.response, cache] {
+      ReplyWithPlan(call, *miss, stored, cache, /*leader=*/false);
+    });
+    return;
+  }
   call->Reply(outcome.response, cache);
 }
 
-FlightOutcome MemoryPlannerService::Lead(const Miss& miss,
-                                         const PlanContext& call) {
+FlightOutcome MemoryPlannerService::Lead(const Miss& miss, Call& call) {
   FlightOutcome outcome;
   if (redis_ != nullptr) {
+    PhaseRecorder::Scope span = call.phases().Span("redis");
     absl::StatusOr<std::string> shared =
-        redis_->Get(miss.graph_hash, call.deadline);
+        redis_->Get(miss.graph_hash, call.plan_context().deadline);
+    span.AddArg("status", shared.ok() ? "HIT"
+                                      : absl::StatusCodeToString(
+                                            shared.status().code()));
+    span.End();
     if (shared.ok()) {
       outcome.response =
           std::make_shared<const std::string>(*std::move(shared));
@@ -358,14 +568,19 @@ FlightOutcome MemoryPlannerService::Lead(const Miss& miss,
     }
   }
   absl::StatusOr<Planned> planned =
-      PlanNow(miss.resolved, miss.graph_hash, call);
+      PlanNow(miss.resolved, miss.graph_hash, call.plan_context(),
+              call.phases(), call.record());
   if (!planned.ok()) {
     outcome.status = planned.status();
     outcome.retry = IsDeadlineOrCancelled(planned.status());
     return outcome;
   }
+  PhaseRecorder::Scope serialize = call.phases().Span("serialize");
   outcome.response = std::make_shared<const std::string>(
       planned->response.SerializeAsString());
+  serialize.AddArg("response_bytes",
+                   static_cast<int64_t>(outcome.response->size()));
+  serialize.End();
   outcome.source = v1::CACHE_STATUS_MISS;
   outcome.retry = !planned->storable;
   if (planned->storable) {
@@ -375,10 +590,50 @@ FlightOutcome MemoryPlannerService::Lead(const Miss& miss,
   return outcome;
 }
 
+void MemoryPlannerService::ReplyWithPlan(
+    Call* call, const Miss& miss, std::shared_ptr<const std::string> stored,
+    v1::CacheStatus cache, bool leader) {
+  const bool to_directory = leader && traces_ != nullptr;
+  if (!call->wants_trace() && !to_directory) {
+    call->Reply(std::move(stored), cache);
+    return;
+  }
+  // The trace of a hit describes the stored plan, as the trace of a miss
+  // describes the plan just made (both read back from the response).
+  call->phases().Finish();
+  v1::PlanMemoryResponse response;
+  absl::StatusOr<Plan> plan =
+      response.ParseFromString(*stored)
+          ? ResponseToPlan(response)
+          : absl::InternalError("a stored response does not parse");
+  TraceInfo info;
+  info.graph_hash = miss.graph_hash;
+  info.strategy = miss.resolved.strategy;
+  info.planner = response.stats().planner();
+  absl::StatusOr<std::string> trace =
+      plan.ok() ? PlanTraceJson(miss.resolved.problem, *plan,
+                                call->phases().spans(), info)
+                : plan.status();
+  if (!trace.ok()) {
+    call->Fail(absl::InternalError(
+        absl::StrCat("cannot trace the plan: ", trace.status().message())));
+    return;
+  }
+  if (to_directory) {
+    const absl::Status written = traces_->Write(miss.graph_hash, *trace);
+    if (!written.ok() && log_ != nullptr) {
+      log_->Log(LogLevel::kWarning,
+                absl::StrCat("trace not written: ", written.ToString()));
+    }
+  }
+  call->Reply(std::move(stored), cache,
+              call->wants_trace() ? *std::move(trace) : std::string());
+}
+
 grpc::ServerUnaryReactor* MemoryPlannerService::GetPlan(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  auto* call = new Call(*this, *context, *response, /*counted=*/false,
+  auto* call = new Call(*this, *context, *response, kGetPlan,
                         *v1::GetPlanRequest::descriptor());
   if (auth_ != nullptr) {
     if (absl::Status status = auth_->Authenticate(context->client_metadata());
@@ -399,6 +654,9 @@ grpc::ServerUnaryReactor* MemoryPlannerService::GetPlan(
     call->Fail(key.status());
     return call;
   }
+  call->record().graph_hash = graph_hash;
+  // A lookup that finds nothing is a miss; a hit says its tier in Reply.
+  call->record().cache = v1::CACHE_STATUS_MISS;
   if (std::shared_ptr<const std::string> stored = cache_.FindPlan(*key)) {
     call->Reply(std::move(stored), v1::CACHE_STATUS_LOCAL);
     return call;
@@ -429,8 +687,10 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
     const v1::PlanMemoryRequest& request, const PlanContext& call) const {
   absl::StatusOr<ResolvedRequest> resolved = Resolve(request);
   if (!resolved.ok()) return resolved.status();
+  PhaseRecorder phases("PlanRequest");
+  CallRecord record;
   absl::StatusOr<Planned> planned =
-      PlanNow(*resolved, GraphHash(*resolved), call);
+      PlanNow(*resolved, GraphHash(*resolved), call, phases, record);
   if (!planned.ok()) return planned.status();
   planned->response.set_cache(v1::CACHE_STATUS_MISS);
   return std::move(planned->response);
@@ -452,7 +712,7 @@ absl::StatusOr<ResolvedRequest> MemoryPlannerService::Resolve(
 
 absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
     const ResolvedRequest& resolved, const std::string& graph_hash,
-    const PlanContext& call) const {
+    const PlanContext& call, PhaseRecorder& phases, CallRecord& record) const {
   const Planner* planner = FindPlanner(resolved.strategy);
   if (planner == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -461,6 +721,8 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
   }
   if (absl::Status status = call.Check(); !status.ok()) return status;
 
+  PhaseRecorder::Scope plan_span =
+      phases.Span(absl::StrCat("plan ", resolved.strategy));
   const absl::Time start = absl::Now();
   PlanContext context = call;
   // The budget counts from now; a caller's earlier search deadline stands.
@@ -470,8 +732,11 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
   context.deadline = std::min(call.deadline, limit);
   planner_runs_.fetch_add(1, std::memory_order_relaxed);
   absl::StatusOr<Plan> plan = planner->PlanProblem(resolved.problem, context);
-  const absl::Duration planning_time = absl::Now() - start;
+  plan_span.End();
+  record.planned = true;
+  record.planning_time = plan_span.span().duration();
   if (!plan.ok()) {
+    plan_span.AddArg("error", plan.status().ToString());
     if (plan.status().code() == absl::StatusCode::kDeadlineExceeded &&
         limit < call.deadline) {
       // This server's limit, not the caller's deadline, stopped it: asking
@@ -483,7 +748,12 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
     }
     return plan.status();
   }
+  plan_span.AddArg("winner",
+                   plan->planner.empty() ? resolved.strategy : plan->planner);
+  plan_span.AddArg("devices", absl::StrJoin(PoolDevices(*plan), ","));
+  plan_span.AddArg("pools", static_cast<int64_t>(plan->pools.size()));
 
+  PhaseRecorder::Scope validate = phases.Span("validate");
   if (absl::Status status = ValidatePlan(resolved.problem, *plan);
       !status.ok()) {
     return absl::InternalError(
@@ -491,15 +761,22 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
                      "\" made a plan that fails validation: ",
                      status.message()));
   }
+  validate.End();
+
+  PhaseRecorder::Scope encode = phases.Span("encode");
   ResponseInfo info;
   info.graph_hash = graph_hash;
   info.planner = resolved.strategy;
   info.lines = resolved.events ? &resolved.lines : nullptr;
-  info.planning_time = planning_time;
+  info.planning_time = record.planning_time;
   info.cache = v1::CACHE_STATUS_UNSPECIFIED;  // set per response
   absl::StatusOr<v1::PlanMemoryResponse> response =
       PlanToResponse(resolved.problem, *plan, info);
+  encode.End();
   if (!response.ok()) return response.status();
+  record.planner = response->stats().planner();
+  record.total_pool_bytes = response->stats().total_pool_bytes();
+  record.lower_bound_bytes = response->stats().lower_bound_bytes();
   Planned planned;
   planned.response = *std::move(response);
   // A search bounded by the caller's deadline rather than by its time
@@ -508,6 +785,22 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
                      plan->proven_optimal ||
                      !SearchesUntilItsBudget(resolved.strategy);
   return planned;
+}
+
+void MemoryPlannerService::CallStarted(const char* method) {
+  if (absl::string_view(method) == kPlanMemory) {
+    calls_in_flight_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (metrics_ != nullptr) metrics_->CallStarted(method);
+}
+
+void MemoryPlannerService::CallFinished(const CallRecord& record) {
+  if (record.method == kPlanMemory) {
+    calls_in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    if (record.code == absl::StatusCode::kOk) Count(record.cache);
+  }
+  if (metrics_ != nullptr) metrics_->CallFinished(record);
+  if (log_ != nullptr) log_->LogCall(record);
 }
 
 void MemoryPlannerService::Count(v1::CacheStatus cache) {

@@ -1,6 +1,7 @@
 // End-to-end tests of the two binaries: a real memplan-server on a free
 // port, driven by the memplan tool, a health client and a reflection client
-// (grpc.reflection.v1alpha, generated here from grpc-proto's .proto).
+// (grpc.reflection.v1alpha, generated here from grpc-proto's .proto); the
+// tool's trace and pictures, the server's trace directory, metrics and log.
 
 #include <fstream>
 #include <string>
@@ -24,11 +25,14 @@
 #include "proto/graph_files.h"
 #include "proto/graph_hash.h"
 #include "tests/service/processes.h"
+#include "tests/service/scrape.h"
+#include "tests/service/trace_reading.h"
 
 namespace memplan {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace reflection = ::grpc::reflection::v1alpha;
 
 constexpr char kServerBinary[] = MEMPLAN_SERVER_BINARY;
@@ -263,6 +267,9 @@ TEST_F(EndToEndTest, UsageErrorsExitNonZero) {
   EXPECT_THAT(help.out + help.err, HasSubstr("memplan plan"));
   EXPECT_THAT(help.out + help.err, HasSubstr("--capacity"));
   EXPECT_THAT(help.out + help.err, HasSubstr("--time_budget"));
+  EXPECT_THAT(help.out + help.err, HasSubstr("--trace"));
+  EXPECT_THAT(help.out + help.err, HasSubstr("--svg"));
+  EXPECT_THAT(help.out + help.err, HasSubstr("--html"));
 }
 
 // The server process computes the graph hash this process does, and the
@@ -338,6 +345,145 @@ TEST_F(EndToEndTest, HealthIsServing) {
   const auto status = client.HealthCheck("memplan.v1.MemoryPlanner");
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(*status, grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+// --trace, --svg and --html write the call's trace and pictures of its
+// plan; the printed response leaves the trace out.
+TEST_F(EndToEndTest, TraceSvgAndHtmlFiles) {
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/gpt2_train.forward.outputs.json");
+  const std::string trace = TempPath("plan.trace.json");
+  const std::string svg = TempPath("plan.svg");
+  const std::string html = TempPath("plan.html");
+  const RunResult run =
+      Memplan({"plan", "--strategy=inductor", absl::StrCat("--trace=", trace),
+               absl::StrCat("--svg=", svg), absl::StrCat("--html=", html),
+               file});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const v1::PlanMemoryResponse response = ParseResponse(run.out);
+  EXPECT_EQ(response.trace_json(), "");
+
+  std::string graph_hash;
+  const int slices = BufferSlicesOf(ReadAll(trace), &graph_hash);
+  EXPECT_EQ(graph_hash, response.graph_hash());
+  EXPECT_EQ(slices, response.assignments_size());
+
+  EXPECT_TRUE(absl::StartsWith(ReadAll(svg), "<svg "));
+  EXPECT_THAT(ReadAll(svg), HasSubstr("planner inductor"));
+  EXPECT_TRUE(absl::StartsWith(ReadAll(html), "<!DOCTYPE html>"));
+
+  // One FILE only.
+  EXPECT_EQ(
+      Memplan({"plan", absl::StrCat("--svg=", svg), file, file}).exit_code, 2);
+  // A file that cannot be written fails the call's file.
+  const RunResult unwritable =
+      Memplan({"plan", "--svg=/nonexistent/dir/plan.svg", file});
+  EXPECT_EQ(unwritable.exit_code, 1);
+  EXPECT_THAT(unwritable.err, HasSubstr("/nonexistent/dir/plan.svg"));
+}
+
+// The server's flags: a trace per plan in --trace_dir, metrics at
+// --metrics_listen that count the calls, a log line per call at
+// --log_level.
+TEST(EndToEndServerFlagsTest, TraceDirMetricsAndLogLines) {
+  const std::string dir = TempPath("traces");
+  ServerProcess server;
+  ASSERT_EQ(server.Start(kServerBinary,
+                         {"--metrics_listen=127.0.0.1:0",
+                          absl::StrCat("--trace_dir=", dir),
+                          "--trace_dir_max_bytes=100000000",
+                          "--log_level=info"}),
+            absl::OkStatus());
+  ASSERT_GT(server.metrics_port(), 0) << server.stderr_text();
+  const std::vector<std::string> files = {
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json"),
+      absl::StrCat(kCorpusDir, "/gpt2_train.forward.outputs.json")};
+  const std::string bad = TempPath("bad.csv");
+  std::ofstream(bad) << "id,lower,upper,size\na,0,4,16\na,2,6,16\n";
+  const RunResult run =
+      RunToExit({kCliBinary, "plan", "--server=" + server.address(),
+                 "--strategy=best_fit", files[0], files[1], bad});
+  EXPECT_EQ(run.exit_code, 1);
+  const std::vector<std::string> lines =
+      absl::StrSplit(run.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << run.out << run.err;
+
+  const std::string log = server.stderr_text();
+  for (const std::string& line : lines) {
+    const v1::PlanMemoryResponse response = ParseResponse(line);
+    SCOPED_TRACE(response.graph_hash());
+    EXPECT_TRUE(std::ifstream(absl::StrCat(dir, "/", response.graph_hash(),
+                                           ".trace.json"))
+                    .good());
+    EXPECT_THAT(log, HasSubstr(absl::StrCat(
+                         "method=PlanMemory code=OK graph_hash=",
+                         response.graph_hash(), " buffers=",
+                         response.assignments_size(),
+                         " devices=1 strategy=best_fit winner=",
+                         response.stats().planner(), " cache=MISS micros=")));
+  }
+  EXPECT_THAT(log, HasSubstr("level=warning method=PlanMemory "
+                             "code=INVALID_ARGUMENT"));
+  EXPECT_THAT(log, HasSubstr("error=\"buffers[1] (\\\"a\\\")"));
+
+  // The same file again: a hit answered from the request's bytes, never
+  // parsed (so no strategy), logged with what the stored plan says.
+  const RunResult again =
+      RunToExit({kCliBinary, "plan", "--server=" + server.address(),
+                 "--strategy=best_fit", files[0]});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const v1::PlanMemoryResponse hit = ParseResponse(again.out);
+  EXPECT_EQ(hit.cache(), v1::CACHE_STATUS_LOCAL);
+  // (A call's line is written before its response goes out.)
+  EXPECT_THAT(server.stderr_text(),
+              HasSubstr(absl::StrCat(
+                  "method=PlanMemory code=OK graph_hash=", hit.graph_hash(),
+                  " buffers=", hit.assignments_size(),
+                  " devices=1 strategy=\"\" winner=", hit.stats().planner(),
+                  " cache=LOCAL micros=")));
+
+  const absl::StatusOr<std::string> metrics =
+      HttpGet(server.metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const std::map<std::string, double> samples = ParseSamples(*metrics);
+  EXPECT_EQ(SampleOr0(samples, "memplan_requests_total{code=\"OK\","
+                               "method=\"PlanMemory\"}"),
+            3);
+  EXPECT_EQ(SampleOr0(samples, "memplan_cache_hits_total{tier=\"local\"}"),
+            1);
+  EXPECT_GT(SampleOr0(samples, "memplan_cache_bytes"), 0);
+  EXPECT_EQ(SampleOr0(samples, "memplan_requests_total{code=\"INVALID_"
+                               "ARGUMENT\",method=\"PlanMemory\"}"),
+            1);
+  EXPECT_EQ(SampleOr0(samples, "memplan_cache_misses_total"), 2);
+  EXPECT_EQ(SampleOr0(samples, "memplan_planning_duration_seconds_count{"
+                               "strategy=\"best_fit\"}"),
+            2);
+  EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
+}
+
+TEST(EndToEndServerFlagsTest, LogLevelWarningLeavesOutPlannedCalls) {
+  ServerProcess server;
+  ASSERT_EQ(server.Start(kServerBinary, {"--log_level=warning"}),
+            absl::OkStatus());
+  const RunResult run = RunToExit(
+      {kCliBinary, "plan", "--server=" + server.address(),
+       absl::StrCat(kCorpusDir,
+                    "/resnet18_infer.inference.intermediates.json")});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(server.Stop(), 0);
+  EXPECT_THAT(server.stderr_text(), Not(HasSubstr("method=PlanMemory")));
+}
+
+TEST(EndToEndServerFlagsTest, BadFlagsStopTheStart) {
+  ServerProcess server;
+  EXPECT_FALSE(server.Start(kServerBinary, {"--log_level=verbose"}).ok());
+  EXPECT_THAT(server.stderr_text(), HasSubstr("info, warning, error, off"));
+  ServerProcess unwritable;
+  EXPECT_FALSE(
+      unwritable.Start(kServerBinary, {"--trace_dir=/proc/memplan-traces"})
+          .ok());
+  EXPECT_THAT(unwritable.stderr_text(), HasSubstr("/proc/memplan-traces"));
 }
 
 // Sends `request` on a fresh ServerReflectionInfo stream to `address` and

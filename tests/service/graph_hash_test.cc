@@ -208,6 +208,11 @@ TEST(GraphHashTest, RequestGraphHashResolvesDefaults) {
   relabelled.mutable_buffers(2)->set_symbolic_size("s0*4");
   EXPECT_EQ(RequestGraphHash(relabelled).value(), *hash);
 
+  // Asking for a trace does not change the plan, nor so the hash.
+  v1::PlanMemoryRequest traced = request;
+  traced.mutable_options()->set_include_trace(true);
+  EXPECT_EQ(RequestGraphHash(traced).value(), *hash);
+
   v1::PlanMemoryRequest budget = request;
   budget.mutable_options()->mutable_time_budget()->set_seconds(1);
   EXPECT_NE(RequestGraphHash(budget).value(), *hash);

@@ -15,7 +15,9 @@
 #include "gtest/gtest.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -44,8 +46,12 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
                                    O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (err == out) {
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
@@ -56,12 +62,37 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
   return error == 0 ? pid : -1;
 }
 
-int WaitForExit(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
+namespace {
+
+// Returns the exit code in wait status `status`.
+int ExitCode(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
+}
+
+}  // namespace
+
+int WaitForExit(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return ExitCode(status);
+}
+
+int WaitForExitWithin(pid_t pid, absl::Duration timeout) {
+  const absl::Time give_up = absl::Now() + timeout;
+  while (true) {
+    int status = 0;
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) return ExitCode(status);
+    if (done < 0) return -1;
+    if (absl::Now() > give_up) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
 }
 
 RunResult RunToExit(const std::vector<std::string>& argv) {
@@ -150,6 +181,15 @@ absl::Status ServerProcess::Start(const std::string& binary,
       AwaitLine(pid_, stderr_path_, kListening, "memplan-server");
   if (!line.ok()) return line.status();
   address_ = line->substr(kListening.size());
+  // "memplan-server metrics on http://HOST:PORT/metrics", printed before.
+  constexpr absl::string_view kMetrics = "memplan-server metrics on http://";
+  for (absl::string_view text : absl::StrSplit(ReadAll(stderr_path_), '\n')) {
+    if (absl::ConsumePrefix(&text, kMetrics) &&
+        absl::ConsumeSuffix(&text, "/metrics") &&
+        !absl::SimpleAtoi(text.substr(text.rfind(':') + 1), &metrics_port_)) {
+      metrics_port_ = 0;
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -1,5 +1,6 @@
-// Child processes for the end-to-end tests: spawning programs with their
-// output in files, and a memplan-server (or redis-server) on a free port.
+// Child processes for the tests that run programs (memplan-server, memplan,
+// redis-server, chromium): spawning them with their output in files, and a
+// memplan-server (or redis-server) on a free port.
 #ifndef MEMPLAN_TESTS_SERVICE_PROCESSES_H_
 #define MEMPLAN_TESTS_SERVICE_PROCESSES_H_
 
@@ -20,13 +21,18 @@ std::string TempPath(const std::string& name);
 // Returns the contents of the file at `path` ("" when unreadable).
 std::string ReadAll(const std::string& path);
 
-// Starts `argv` with stdin from /dev/null and stdout and stderr written to
-// the files `out` and `err`. Returns its pid, or -1.
+// Starts `argv` (argv[0] a path) with stdin from /dev/null and stdout and
+// stderr written to the files `out` and `err` (the same file when equal).
+// Returns its pid, or -1.
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
             const std::string& err);
 
 // Returns the exit code of `pid` (128 + signal when killed by one), or -1.
 int WaitForExit(pid_t pid);
+
+// As WaitForExit, but kills `pid` with SIGKILL once `timeout` has passed
+// and then returns -1.
+int WaitForExitWithin(pid_t pid, absl::Duration timeout);
 
 struct RunResult {
   int exit_code = -1;
@@ -56,8 +62,9 @@ class ServerProcess {
   ~ServerProcess();
 
   // Starts `binary` --listen=127.0.0.1:0 with `flags` and waits (up to 30 s)
-  // for its "listening on" line. Returns INTERNAL or DEADLINE_EXCEEDED
-  // with its stderr when it exits or does not get there.
+  // for its "listening on" line (and reads the metrics port from the line
+  // before it, when started with --metrics_listen). Returns INTERNAL or
+  // DEADLINE_EXCEEDED with its stderr when it exits or does not get there.
   absl::Status Start(const std::string& binary,
                      const std::vector<std::string>& flags = {});
 
@@ -66,10 +73,13 @@ class ServerProcess {
 
   bool running() const { return pid_ > 0; }
   const std::string& address() const { return address_; }  // HOST:PORT
+  // The port of /metrics, when started with --metrics_listen; else 0.
+  int metrics_port() const { return metrics_port_; }
   std::string stderr_text() const { return ReadAll(stderr_path_); }
 
  private:
   pid_t pid_ = -1;
+  int metrics_port_ = 0;
   std::string stderr_path_;
   std::string address_;
 };

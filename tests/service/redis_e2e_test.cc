@@ -91,18 +91,36 @@ TEST_F(RedisEndToEndTest, PlannedOnOneServerHitOnTheOther) {
   EXPECT_EQ(shared->SerializeAsString(), planned->SerializeAsString());
   EXPECT_EQ(to_other->PlanMemory(request)->cache(), v1::CACHE_STATUS_LOCAL);
 
-  // GetPlan consults Redis too.
-  const v1::PlanMemoryRequest second = Graph(1);
+  // GetPlan consults Redis too. A trace is never shared: the plan of a
+  // traced call is stored without it; a REDIS hit that asks for a trace
+  // gets one of its own call.
+  v1::PlanMemoryRequest second = Graph(1);
+  second.mutable_options()->set_include_trace(true);
   const std::string second_hash = RequestGraphHash(second).value();
   EXPECT_EQ(to_other->GetPlan(second_hash).status().code(),
             absl::StatusCode::kNotFound);
-  ASSERT_TRUE(to_one->PlanMemory(second).ok());
+  const absl::StatusOr<v1::PlanMemoryResponse> traced =
+      to_one->PlanMemory(second);
+  ASSERT_TRUE(traced.ok()) << traced.status();
+  EXPECT_NE(traced->trace_json(), "");
   ASSERT_TRUE(Eventually([&] { return InRedis(second_hash); }));
   const absl::StatusOr<v1::PlanMemoryResponse> got =
       to_other->GetPlan(second_hash);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->cache(), v1::CACHE_STATUS_REDIS);
   EXPECT_EQ(got->graph_hash(), second_hash);
+  EXPECT_EQ(got->trace_json(), "");
+
+  v1::PlanMemoryRequest third = Graph(2);
+  ASSERT_TRUE(to_one->PlanMemory(third).ok());
+  ASSERT_TRUE(Eventually(
+      [&] { return InRedis(RequestGraphHash(third).value()); }));
+  third.mutable_options()->set_include_trace(true);
+  const absl::StatusOr<v1::PlanMemoryResponse> traced_hit =
+      to_other->PlanMemory(third);
+  ASSERT_TRUE(traced_hit.ok()) << traced_hit.status();
+  EXPECT_EQ(traced_hit->cache(), v1::CACHE_STATUS_REDIS);
+  EXPECT_THAT(traced_hit->trace_json(), HasSubstr("\"name\":\"redis\""));
 
   to_one.reset();
   to_other.reset();

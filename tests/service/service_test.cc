@@ -2,9 +2,15 @@
 // (client/), on an in-process channel: plans of every strategy, capacity,
 // pinned offsets and per-buffer alignments, every malformed-request case,
 // health, deadlines, time budgets and message size limits; the plan cache:
-// hits byte-identical to misses, the byte bound, single flight, GetPlan.
+// hits byte-identical to misses, the byte bound, single flight, GetPlan;
+// the call's trace (its phase spans nest in time, on a miss and on a hit)
+// and the bounded trace directory.
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <regex>
 #include <set>
@@ -19,6 +25,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
@@ -30,6 +37,7 @@
 #include "server/server.h"
 #include "server/service.h"
 #include "tests/service/test_requests.h"
+#include "tests/service/trace_reading.h"
 
 namespace memplan {
 namespace {
@@ -246,6 +254,67 @@ TEST_P(ServiceTest, PlansASmallProblem) {
   EXPECT_GE(response.stats().planning_micros(), 0);
   EXPECT_THAT(response.graph_hash(), MatchesRegex("[0-9a-f]{32}"));
   EXPECT_EQ(response.cache(), v1::CACHE_STATUS_MISS);
+}
+
+// Returns the span of `spans` named `name`, failing the test when there is
+// none.
+TracedSpan SpanNamed(const std::vector<TracedSpan>& spans,
+                     const std::string& name) {
+  for (const TracedSpan& span : spans) {
+    if (span.name == name) return span;
+  }
+  ADD_FAILURE() << "no span " << name;
+  return TracedSpan();
+}
+
+// Expects `spans` to start with the call's span at 0 and then follow each
+// other inside it.
+void ExpectSpansNest(const std::vector<TracedSpan>& spans) {
+  ASSERT_FALSE(spans.empty());
+  const TracedSpan& root = spans[0];
+  EXPECT_EQ(root.begin, 0);
+  for (size_t i = 1; i < spans.size(); ++i) {
+    SCOPED_TRACE(spans[i].name);
+    EXPECT_LE(spans[i].begin, spans[i].end);
+    EXPECT_LE(root.begin, spans[i].begin);
+    EXPECT_LE(spans[i].end, root.end);
+    if (i > 1) {
+      EXPECT_LE(spans[i - 1].end, spans[i].begin);
+    }
+  }
+}
+
+// The trace comes back only when asked for; its phase spans follow each
+// other inside the call's span, and the plan span is planning_micros long.
+// (This server has no cache: every call is a miss, planned by its leader.)
+TEST_P(ServiceTest, TraceOnlyWhenAskedAndSpansNestInTime) {
+  v1::PlanMemoryRequest request = Small();
+  const v1::PlanMemoryResponse plain = ExpectPlans(request);
+  EXPECT_EQ(plain.trace_json(), "");
+  request.mutable_options()->set_include_trace(true);
+  const v1::PlanMemoryResponse traced = ExpectPlans(request);
+  ASSERT_NE(traced.trace_json(), "");
+  // Tracing changes neither the plan nor its hash.
+  EXPECT_EQ(traced.graph_hash(), plain.graph_hash());
+  EXPECT_EQ(traced.pools_size(), plain.pools_size());
+
+  const std::vector<TracedSpan> spans = PhaseSpansOf(traced.trace_json());
+  const std::string strategy = GetParam() == v1::STRATEGY_UNSPECIFIED
+                                   ? std::string("auto")
+                                   : StrategyName(GetParam()).value();
+  std::vector<std::string> names;
+  for (const TracedSpan& span : spans) names.push_back(span.name);
+  EXPECT_THAT(names,
+              ::testing::ElementsAre("PlanMemory", "alias_lookup", "queue",
+                                     "decode", "hash", "cache_lookup",
+                                     "single_flight", "cache_lookup",
+                                     "plan " + strategy, "validate",
+                                     "encode", "serialize"));
+  ExpectSpansNest(spans);
+  // planning_micros: the plan span's length in whole microseconds.
+  const TracedSpan plan = SpanNamed(spans, "plan " + strategy);
+  EXPECT_EQ(traced.stats().planning_micros(),
+            static_cast<int64_t>(plan.duration));
 }
 
 TEST_P(ServiceTest, GraphHashIgnoresNamesAndFollowsSizes) {
@@ -936,6 +1005,100 @@ TEST_F(CacheTest, GetPlanByGraphHash) {
   }
 }
 
+// include_trace changes neither the graph hash nor what is stored: a
+// request without it hits the plan a traced one made, with no trace; the
+// traced request again is a hit that still carries a trace of the stored
+// plan. Each response is exactly protobuf's serialization of itself, the
+// trace (field 6) after the cache status (field 5).
+TEST_F(CacheTest, TracesAreNeverStoredAndHitsStillCarryThem) {
+  StartServer();
+  v1::PlanMemoryRequest plain = LargeRequest(40);
+  plain.mutable_options()->set_strategy(v1::STRATEGY_INDUCTOR);
+  v1::PlanMemoryRequest traced = plain;
+  traced.mutable_options()->set_include_trace(true);
+
+  const auto [miss_status, miss_bytes] = RawPlanMemory(traced);
+  ASSERT_TRUE(miss_status.ok()) << miss_status.error_message();
+  const auto [plain_status, plain_bytes] = RawPlanMemory(plain);
+  ASSERT_TRUE(plain_status.ok()) << plain_status.error_message();
+  const auto [hit_status, hit_bytes] = RawPlanMemory(traced);
+  ASSERT_TRUE(hit_status.ok()) << hit_status.error_message();
+
+  v1::PlanMemoryResponse miss, plain_hit, hit;
+  ASSERT_TRUE(miss.ParseFromString(miss_bytes));
+  ASSERT_TRUE(plain_hit.ParseFromString(plain_bytes));
+  ASSERT_TRUE(hit.ParseFromString(hit_bytes));
+  EXPECT_EQ(miss.SerializeAsString(), miss_bytes);
+  EXPECT_EQ(plain_hit.SerializeAsString(), plain_bytes);
+  EXPECT_EQ(hit.SerializeAsString(), hit_bytes);
+
+  EXPECT_EQ(miss.cache(), v1::CACHE_STATUS_MISS);
+  EXPECT_EQ(plain_hit.cache(), v1::CACHE_STATUS_LOCAL);
+  EXPECT_EQ(hit.cache(), v1::CACHE_STATUS_LOCAL);
+  EXPECT_EQ(miss.graph_hash(), RequestGraphHash(plain).value());
+  EXPECT_EQ(plain_hit.graph_hash(), miss.graph_hash());
+  EXPECT_EQ(hit.graph_hash(), miss.graph_hash());
+  EXPECT_EQ(plain_hit.trace_json(), "");
+  ASSERT_NE(miss.trace_json(), "");
+  ASSERT_NE(hit.trace_json(), "");
+  // The hit is the miss's plan; the stored bytes had no trace in them.
+  v1::PlanMemoryResponse stored = miss;
+  stored.clear_trace_json();
+  stored.set_cache(v1::CACHE_STATUS_LOCAL);
+  EXPECT_EQ(plain_bytes, stored.SerializeAsString());
+  const absl::StatusOr<v1::PlanMemoryResponse> got =
+      client_->GetPlan(miss.graph_hash());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->trace_json(), "");
+
+  // Both traces describe the plan: one slice per buffer, the graph hash.
+  for (const v1::PlanMemoryResponse* response : {&miss, &hit}) {
+    std::string graph_hash;
+    EXPECT_EQ(BufferSlicesOf(response->trace_json(), &graph_hash), 40);
+    EXPECT_EQ(graph_hash, miss.graph_hash());
+  }
+  // The hit's trace is of its own call: looked up, not planned.
+  const std::vector<TracedSpan> spans = PhaseSpansOf(hit.trace_json());
+  ExpectSpansNest(spans);
+  std::vector<std::string> names;
+  for (const TracedSpan& span : spans) names.push_back(span.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("PlanMemory", "alias_lookup",
+                                            "queue", "decode", "hash",
+                                            "cache_lookup"));
+  EXPECT_EQ(counters().planner_runs, 1);
+}
+
+// A traced request that follows a flight gets the leader's plan with a
+// trace of its own call: it waited in the flight, it did not plan.
+TEST_F(CacheTest, AFollowerThatAsksForATraceGetsOne) {
+  StartServer();
+  absl::StatusOr<v1::PlanMemoryResponse> led;
+  std::thread leader(
+      [&] { led = client_->PlanMemory(SlowRequest(), absl::Seconds(120)); });
+  ASSERT_TRUE(AwaitPlannerRuns(*server_, 1));
+  v1::PlanMemoryRequest traced = SlowRequest();
+  traced.mutable_options()->set_include_trace(true);
+  const absl::StatusOr<v1::PlanMemoryResponse> followed =
+      client_->PlanMemory(traced, absl::Seconds(120));
+  leader.join();
+  ASSERT_TRUE(led.ok()) << led.status();
+  ASSERT_TRUE(followed.ok()) << followed.status();
+  EXPECT_EQ(led->trace_json(), "");
+  EXPECT_EQ(followed->cache(), v1::CACHE_STATUS_LOCAL);
+  EXPECT_EQ(followed->graph_hash(), led->graph_hash());
+  EXPECT_EQ(counters().planner_runs, 1);
+  EXPECT_EQ(counters().flight_followers, 1);
+
+  std::string graph_hash;
+  EXPECT_EQ(BufferSlicesOf(followed->trace_json(), &graph_hash), 2000);
+  EXPECT_EQ(graph_hash, led->graph_hash());
+  const std::vector<TracedSpan> spans = PhaseSpansOf(followed->trace_json());
+  ExpectSpansNest(spans);
+  ASSERT_FALSE(spans.empty());
+  EXPECT_EQ(spans.back().name, "single_flight");
+  EXPECT_GT(spans.back().duration, 0);
+}
+
 // Without a cache every call plans; identical calls in flight together
 // still share one run.
 TEST_F(CacheTest, NoCacheMeansEveryCallPlans) {
@@ -1031,6 +1194,48 @@ TEST(ServerTest, BindsAFreePortAndReportsIt) {
   EXPECT_THAT(std::string(status.message()), HasSubstr(server.address()));
 }
 
+// After many plans the trace directory holds at most its bound, the
+// newest trace among its files, byte for byte the one returned.
+TEST(ServerTest, TraceDirStaysUnderItsBound) {
+  namespace fs = std::filesystem;
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/service_traces_", getpid());
+  fs::remove_all(dir);
+  Server::Options options;
+  options.listen = "";
+  options.trace_dir = dir;
+  options.trace_dir_max_bytes = 40000;
+  Server server(options);
+  ASSERT_EQ(server.Start(), absl::OkStatus());
+  MemplanClient client(server.InProcessChannel());
+  size_t files = 0;
+  for (int i = 0; i < 60; ++i) {
+    v1::PlanMemoryRequest request = LargeRequest(5 + i % 20);
+    request.mutable_options()->set_strategy(v1::STRATEGY_BEST_FIT);
+    request.mutable_options()->set_include_trace(true);
+    request.mutable_buffers(0)->set_size_bytes(64 * (i + 1));  // a new hash
+    const absl::StatusOr<v1::PlanMemoryResponse> response =
+        client.PlanMemory(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    int64_t bytes = 0;
+    files = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      bytes += static_cast<int64_t>(entry.file_size());
+      ++files;
+    }
+    ASSERT_LE(bytes, options.trace_dir_max_bytes) << "after plan " << i;
+    const std::string path =
+        absl::StrCat(dir, "/", response->graph_hash(), ".trace.json");
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(in.good()) << path;
+    const std::string written((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    EXPECT_EQ(written, response->trace_json());
+  }
+  EXPECT_LT(files, 60u) << "the bound never made the server delete a trace";
+  EXPECT_GT(files, 1u);
+}
+
 TEST(ServerTest, RejectsBadOptions) {
   Server::Options options;
   options.listen = "";
@@ -1038,6 +1243,10 @@ TEST(ServerTest, RejectsBadOptions) {
   EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument);
   options.worker_threads = 4;
   options.max_message_bytes = 0;
+  EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument);
+  options.max_message_bytes = 1 << 20;
+  options.trace_dir = ::testing::TempDir();
+  options.trace_dir_max_bytes = 0;
   EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument);
 }
 
