@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/symbolic_plan.h"
 
 namespace memplan {
 namespace {
@@ -57,6 +58,12 @@ absl::Status CheckBuffer(const Problem& problem, size_t i) {
         BufferLabel(problem, i),
         ": alignment must be 0 or a power of two in [1, ", kMaxAlignment,
         "], got ", buffer.alignment));
+  }
+  if (absl::Status symbolic =
+          CheckSymbolicSize(buffer.symbolic_size, buffer.size);
+      !symbolic.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(BufferLabel(problem, i), ": ", symbolic.message()));
   }
   if (buffer.fixed_offset < -1 || buffer.fixed_offset > kMaxBufferBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
