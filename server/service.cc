@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/planners.h"
+#include "core/symbolic_plan.h"
 #include "core/validator.h"
 #include "proto/graph_hash.h"
 #include "proto/grpc_status.h"
@@ -433,6 +434,12 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
         absl::StrCat("planner \"", resolved.strategy,
                      "\" made a plan that fails validation: ",
                      status.message()));
+  }
+  // Under dynamic shapes: symbolic pool sizes and offsets for plans whose
+  // planner did not give them (every strategy but inductor).
+  if (absl::Status status = AddSymbolicPlan(resolved.problem, *plan);
+      !status.ok()) {
+    return status;
   }
   ResponseInfo info;
   info.graph_hash = graph_hash;
