@@ -46,18 +46,17 @@ bool ModInt(int64_t a, int64_t b, int64_t* out) {
   return true;
 }
 
+// base ** exponent for exponent >= 0, by squaring: O(log exponent).
 bool PowInt(int64_t base, int64_t exponent, int64_t* out) {
   int64_t result = 1;
-  // |base| <= 1 never overflows, whatever the exponent; otherwise at most
-  // 63 squarings happen before overflow.
   while (exponent > 0) {
     if (exponent & 1) {
       if (!CheckedMul(result, base, &result)) return false;
     }
     exponent >>= 1;
-    if (exponent > 0 && !CheckedMul(base, base, &base)) {
-      if (base != 0 && base != 1 && base != -1) return false;
-    }
+    // A square that overflows (|base| >= 2^31.5) still to be multiplied
+    // in makes the result overflow too.
+    if (exponent > 0 && !CheckedMul(base, base, &base)) return false;
   }
   *out = result;
   return true;

@@ -4,6 +4,7 @@
 #include "core/symbolic.h"
 
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -328,6 +329,10 @@ TEST(SymbolicEvaluateTest, Errors) {
   EXPECT_EQ(Eval("2**s0", {{"s0", 63}}).status().code(),
             absl::StatusCode::kOutOfRange);
   EXPECT_EQ(Eval("2**s0", {{"s0", 62}}).value(), int64_t{1} << 62);
+  EXPECT_EQ(Eval("4294967296**3").status().code(),
+            absl::StatusCode::kOutOfRange);  // not folded into a wrong value
+  EXPECT_EQ(Eval("(-1)**s0", {{"s0", int64_t{1} << 62}}).value(), 1);
+  EXPECT_EQ(Eval("(-2)**63").value(), std::numeric_limits<int64_t>::min());
   EXPECT_EQ(Eval("s0**(1/2)", {{"s0", 4}}).status().code(),
             absl::StatusCode::kInvalidArgument);  // not an integer power
 }
