@@ -19,7 +19,8 @@ std::string BufferLabel(const Problem& problem, size_t i) {
 
 bool IsPowerOfTwo(Bytes value) { return value > 0 && (value & (value - 1)) == 0; }
 
-absl::Status CheckBuffer(const Problem& problem, size_t i) {
+absl::Status CheckBuffer(const Problem& problem, size_t i,
+                         SymbolicSizeChecker& symbolic_sizes) {
   const Buffer& buffer = problem.buffers[i];
   if (buffer.names.empty()) {
     return absl::InvalidArgumentError(
@@ -60,7 +61,7 @@ absl::Status CheckBuffer(const Problem& problem, size_t i) {
         "], got ", buffer.alignment));
   }
   if (absl::Status symbolic =
-          CheckSymbolicSize(buffer.symbolic_size, buffer.size);
+          symbolic_sizes.Check(buffer.symbolic_size, buffer.size);
       !symbolic.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(BufferLabel(problem, i), ": ", symbolic.message()));
@@ -99,8 +100,9 @@ absl::Status ValidateProblem(const Problem& problem) {
   }
   // Each name, to the index of the first buffer that carries it.
   absl::flat_hash_map<absl::string_view, size_t> owner;
+  SymbolicSizeChecker symbolic_sizes;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    absl::Status status = CheckBuffer(problem, i);
+    absl::Status status = CheckBuffer(problem, i, symbolic_sizes);
     if (!status.ok()) return status;
     for (const std::string& name : problem.buffers[i].names) {
       const auto [it, inserted] = owner.emplace(absl::string_view(name), i);

@@ -26,20 +26,48 @@ bool IsDecimal(absl::string_view text) {
   });
 }
 
-// Parses `text` (not empty) into `arena`; the error says what is wrong
-// without naming the buffer.
-absl::StatusOr<ExprId> ParseSize(ExprArena& arena, absl::string_view text,
-                                 Bytes size) {
-  absl::StatusOr<ExprId> id = arena.Parse(text);
-  if (!id.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("symbolic_size: ", id.status().message()));
+// A plain decimal number of at most 18 digits: Inductor's static sizes.
+bool IsSmallDecimal(absl::string_view text, int64_t* value) {
+  if (!IsDecimal(text) || text.size() > 18) return false;
+  *value = 0;
+  for (char c : text) *value = *value * 10 + (c - '0');
+  return true;
+}
+
+absl::Status TooMuchText() {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the symbolic pool sizes and offsets would take more than ",
+      kMaxSymbolicPlanChars,
+      " characters of sympy text (shared subexpressions are written out "
+      "each time); send fewer buffers with symbolic sizes per request"));
+}
+
+absl::Status ConstantMismatch(int64_t constant, Bytes size) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "symbolic_size: the constant ", constant, " is not size_bytes ", size));
+}
+
+// Returns the expression `text` (not empty) spells in `arena`, parsing it
+// once per distinct text (`parsed`); the error says what is wrong without
+// naming the buffer.
+absl::StatusOr<ExprId> ParseSize(
+    ExprArena& arena, absl::flat_hash_map<std::string, ExprId>& parsed,
+    absl::string_view text, Bytes size) {
+  ExprId id = -1;
+  if (const auto it = parsed.find(text); it != parsed.end()) {
+    id = it->second;
+  } else {
+    absl::StatusOr<ExprId> made = arena.Parse(text);
+    if (!made.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("symbolic_size: ", made.status().message()));
+    }
+    id = *made;
+    parsed.emplace(std::string(text), id);
   }
   int64_t constant = 0;
-  if (arena.IsInteger(*id, &constant) && constant != size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "symbolic_size: the constant ", constant, " is not size_bytes ",
-        size));
+  if (arena.IsInteger(id, &constant) && constant != size) {
+    return ConstantMismatch(constant, size);
   }
   return id;
 }
@@ -110,19 +138,14 @@ class Skyline {
 
 }  // namespace
 
-absl::Status CheckSymbolicSize(absl::string_view text, Bytes size) {
+absl::Status SymbolicSizeChecker::Check(absl::string_view text, Bytes size) {
   if (text.empty()) return absl::OkStatus();
-  // Static shapes: Inductor writes the bytes as a decimal number.
-  if (IsDecimal(text) && text.size() <= 18) {
-    int64_t constant = 0;
-    for (char c : text) constant = constant * 10 + (c - '0');
-    if (constant == size) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "symbolic_size: the constant ", constant, " is not size_bytes ",
-        size));
+  int64_t constant = 0;
+  if (IsSmallDecimal(text, &constant)) {
+    return constant == size ? absl::OkStatus()
+                            : ConstantMismatch(constant, size);
   }
-  ExprArena arena;
-  return ParseSize(arena, text, size).status();
+  return ParseSize(arena_, parsed_, text, size).status();
 }
 
 bool MayHaveSymbols(const Problem& problem) {
@@ -137,14 +160,15 @@ bool MayHaveSymbols(const Problem& problem) {
 absl::StatusOr<SymbolicSizes> ParseSymbolicSizes(const Problem& problem) {
   SymbolicSizes symbolic;
   symbolic.sizes.reserve(problem.buffers.size());
+  absl::flat_hash_map<std::string, ExprId> parsed;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& buffer = problem.buffers[i];
     if (buffer.symbolic_size.empty()) {
       symbolic.sizes.push_back(symbolic.arena.Integer(buffer.size));
       continue;
     }
-    absl::StatusOr<ExprId> id =
-        ParseSize(symbolic.arena, buffer.symbolic_size, buffer.size);
+    absl::StatusOr<ExprId> id = ParseSize(symbolic.arena, parsed,
+                                          buffer.symbolic_size, buffer.size);
     if (!id.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           BufferLabel(problem, i), ": ", id.status().message()));
@@ -159,21 +183,30 @@ absl::Status SetSymbolicPlan(const ExprArena& arena,
                              absl::Span<const ExprId> pool_sizes,
                              absl::Span<const ExprId> offsets, Plan& plan) {
   size_t total = 0;
+  // Many buffers share an offset (0, or the end of one split): print each
+  // expression once.
+  absl::flat_hash_map<ExprId, const std::string*> printed;
   auto print = [&](ExprId id, std::string* text) -> absl::Status {
+    if (const auto it = printed.find(id); it != printed.end()) {
+      if (it->second->size() > kMaxSymbolicPlanChars - total) {
+        return TooMuchText();
+      }
+      *text = *it->second;
+      total += text->size();
+      return absl::OkStatus();
+    }
     if (!arena.PrintWithin(id, kMaxSymbolicPlanChars - total, text)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the symbolic pool sizes and offsets would take more than ",
-          kMaxSymbolicPlanChars,
-          " characters of sympy text (shared subexpressions are written out "
-          "each time); send fewer buffers with symbolic sizes per request"));
+      return TooMuchText();
     }
     total += text->size();
+    printed.emplace(id, text);
     return absl::OkStatus();
   };
   for (size_t p = 0; p < plan.pools.size(); ++p) {
     absl::Status status = print(pool_sizes[p], &plan.pools[p].symbolic_size);
     if (!status.ok()) return status;
   }
+  // Sized before printing: `printed` points into it.
   plan.symbolic_offsets.assign(offsets.size(), std::string());
   for (size_t i = 0; i < offsets.size(); ++i) {
     absl::Status status = print(offsets[i], &plan.symbolic_offsets[i]);

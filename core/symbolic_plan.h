@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -58,12 +59,21 @@ namespace memplan {
 // offsets together (shared subexpressions are written out every time).
 inline constexpr size_t kMaxSymbolicPlanChars = size_t{2} << 20;
 
-// Returns OK when `text` is "" or an expression (core/symbolic.h) that, if
-// it is a constant, equals `size` bytes. Else INVALID_ARGUMENT, e.g.
-//   symbolic_size: at position 5: expected an integer, ..., got '*'
-//   symbolic_size: the constant 96 is not size_bytes 128
-// The caller prefixes the buffer, event or write it belongs to.
-absl::Status CheckSymbolicSize(absl::string_view text, Bytes size);
+// Checks the symbolic sizes of one request, parsing each distinct text
+// once (a graph's buffers share a few sizes).
+class SymbolicSizeChecker {
+ public:
+  // Returns OK when `text` is "" or an expression (core/symbolic.h) that,
+  // if it is a constant, equals `size` bytes. Else INVALID_ARGUMENT, e.g.
+  //   symbolic_size: at position 5: expected an integer, ..., got '*'
+  //   symbolic_size: the constant 96 is not size_bytes 128
+  // The caller prefixes the buffer, event or write it belongs to.
+  absl::Status Check(absl::string_view text, Bytes size);
+
+ private:
+  ExprArena arena_;
+  absl::flat_hash_map<std::string, ExprId> parsed_;  // text -> expression
+};
 
 // Returns whether some buffer's symbolic_size may name a symbol (it is not
 // empty and not a plain decimal number). False: no plan of `problem` gets
@@ -80,7 +90,7 @@ struct SymbolicSizes {
 };
 
 // Returns the parsed sizes of `problem`'s buffers. Returns INVALID_ARGUMENT
-// as CheckSymbolicSize, naming the buffer:
+// as SymbolicSizeChecker::Check, naming the buffer:
 //   buffers[3] ("buf7"): symbolic_size: at position 5: ...
 absl::StatusOr<SymbolicSizes> ParseSymbolicSizes(const Problem& problem);
 

@@ -49,6 +49,7 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
     const v1::PlanMemoryRequest& request) {
   WrapperProgram program;
   program.lines.reserve(request.events_size());
+  SymbolicSizeChecker symbolic_sizes;
   for (int i = 0; i < request.events_size(); ++i) {
     const v1::Event& event = request.events(i);
     WrapperLine& line = program.lines.emplace_back();
@@ -60,7 +61,7 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
               absl::StrCat(EventLabel(request, i), ": size_bytes is missing"));
         }
         if (absl::Status status =
-                CheckSymbolicSize(event.symbolic_size(), event.size_bytes());
+                symbolic_sizes.Check(event.symbolic_size(), event.size_bytes());
             !status.ok()) {
           return absl::InvalidArgumentError(
               absl::StrCat(EventLabel(request, i), ": ", status.message()));
@@ -103,6 +104,7 @@ absl::StatusOr<std::vector<ScheduledNode>> NodesFromRequest(
     const v1::PlanMemoryRequest& request) {
   std::vector<ScheduledNode> nodes;
   nodes.reserve(request.nodes_size());
+  SymbolicSizeChecker symbolic_sizes;
   for (int i = 0; i < request.nodes_size(); ++i) {
     const v1::Node& wire = request.nodes(i);
     ScheduledNode& node = nodes.emplace_back();
@@ -115,8 +117,8 @@ absl::StatusOr<std::vector<ScheduledNode>> NodesFromRequest(
             "nodes[", i, "].writes[", j, "] (\"", wire_write.name(),
             "\"): size_bytes is missing"));
       }
-      if (absl::Status status = CheckSymbolicSize(wire_write.symbolic_size(),
-                                                  wire_write.size_bytes());
+      if (absl::Status status = symbolic_sizes.Check(
+              wire_write.symbolic_size(), wire_write.size_bytes());
           !status.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("nodes[", i, "].writes[", j, "] (\"",
