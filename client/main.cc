@@ -357,9 +357,13 @@ std::string ToTable(const std::string& file, int buffer_count,
   absl::StrAppendFormat(&table, "  %-12s %-12s %16s\n", "pool", "device",
                         "size_bytes");
   for (const v1::Pool& pool : response.pools()) {
-    absl::StrAppendFormat(&table, "  %-12s %-12s %16d\n", pool.name(),
+    // Under dynamic shapes, the pool's bytes as a sympy expression too.
+    absl::StrAppendFormat(&table, "  %-12s %-12s %16d%s\n", pool.name(),
                           pool.device().empty() ? "\"\"" : pool.device(),
-                          pool.size_bytes());
+                          pool.size_bytes(),
+                          pool.symbolic_size().empty()
+                              ? std::string()
+                              : absl::StrCat("  = ", pool.symbolic_size()));
   }
   const std::string ratio =
       stats.lower_bound_bytes() > 0

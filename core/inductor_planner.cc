@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/live_ranges.h"
 #include "core/stats.h"
+#include "core/symbolic.h"
+#include "core/symbolic_plan.h"
 
 namespace memplan {
 namespace {
@@ -164,9 +166,14 @@ class PoolSizeIndex {
 // The allocation state for one problem: the node arena, pools per device.
 class Allocator {
  public:
+  // `symbolic`: the buffers' parsed symbolic sizes when some depend on a
+  // symbol (the plan then gets symbolic pool sizes and offsets), else null.
   Allocator(const Problem& problem, const InductorPlanner::Options& options,
-            const PlanContext& context)
-      : problem_(problem), options_(options), context_(context) {}
+            const PlanContext& context, SymbolicSizes* symbolic)
+      : problem_(problem),
+        options_(options),
+        context_(context),
+        symbolic_(symbolic) {}
 
   absl::StatusOr<Plan> Run();
 
@@ -256,12 +263,20 @@ class Allocator {
   void NewPool(int32_t block, bool can_expand);
   absl::Status Allocate(int32_t block);
   void AllocateOutput(int32_t block);
-  // As AllocationPools.finalize: names pools, fixes sizes and offsets.
-  Plan Finalize();
+  // As AllocationPools.finalize: names pools, fixes sizes and offsets, and
+  // with symbolic_ their expressions (AllocationTreeNode.get_symbolic_size).
+  absl::StatusOr<Plan> Finalize();
+  // Sets sizes[id], the symbolic size of node `id` after finalize, from its
+  // children's (set before): TemporalSplit.get_symbolic_size (Max),
+  // SpatialSplit.get_symbolic_size (align(left) + right, or left once
+  // finalize dropped an empty right), an Allocation's buffer's, Empty's 0.
+  void SetSymbolicSize(NodeId id, std::vector<ExprId>& sizes,
+                       std::vector<ExprId>& scratch);
 
   const Problem& problem_;
   const InductorPlanner::Options& options_;
   const PlanContext& context_;
+  SymbolicSizes* symbolic_;
   std::vector<Node> nodes_;
   std::vector<Block> blocks_;
   std::vector<PoolState> pools_;
@@ -537,9 +552,16 @@ void Allocator::AllocateOutput(int32_t block) {
   }
 }
 
-Plan Allocator::Finalize() {
+absl::StatusOr<Plan> Allocator::Finalize() {
   Plan plan;
   plan.assignments.resize(problem_.buffers.size());
+  // Symbolic sizes (node ids) and offsets (buffer ids) when symbolic_.
+  ExprArena* arena = symbolic_ == nullptr ? nullptr : &symbolic_->arena;
+  std::vector<ExprId> symbolic_size(arena == nullptr ? 0 : nodes_.size(), -1);
+  std::vector<ExprId> pool_symbolic_sizes;
+  std::vector<ExprId> symbolic_offsets(
+      arena == nullptr ? 0 : problem_.buffers.size(), -1);
+  std::vector<ExprId> child_sizes;
   // A SpatialSplit whose right half is still only reserved space is
   // replaced by its left half (SpatialSplit.finalize), so sizes after
   // finalize are: TemporalSplit the max of its children; SpatialSplit
@@ -551,7 +573,12 @@ Plan Allocator::Finalize() {
   };
   std::vector<Bytes> final_size(nodes_.size(), 0);
   std::vector<std::pair<NodeId, bool>> stack;
-  std::vector<std::pair<NodeId, Bytes>> offsets;
+  struct Placed {
+    NodeId node;
+    Bytes offset;
+    ExprId symbolic_offset;  // -1 without symbolic_
+  };
+  std::vector<Placed> offsets;
   for (int32_t device : device_order_) {
     for (int32_t pool_index : device_pools_[device].pools) {
       const PoolState& pool = pools_[pool_index];
@@ -595,42 +622,95 @@ Plan Allocator::Finalize() {
                           final_size[node.right];
             break;
         }
+        if (arena != nullptr) SetSymbolicSize(id, symbolic_size, child_sizes);
       }
       // Offsets, parents first.
       const int32_t plan_pool = static_cast<int32_t>(plan.pools.size());
       plan.pools.push_back(Pool{absl::StrCat("pool", plan_pool),
                                 devices_[pool.device],
                                 final_size[pool.root]});
-      offsets.assign({{pool.root, 0}});
+      if (arena != nullptr) {
+        pool_symbolic_sizes.push_back(symbolic_size[pool.root]);
+      }
+      offsets.push_back(
+          {pool.root, 0, arena == nullptr ? -1 : arena->Integer(0)});
       while (!offsets.empty()) {
-        auto [id, offset] = offsets.back();
+        const Placed placed = offsets.back();
         offsets.pop_back();
-        const Node& node = nodes_[id];
+        const Node& node = nodes_[placed.node];
         switch (node.kind) {
-          case NodeKind::kAllocation:
-            plan.assignments[blocks_[node.block].buffer] =
-                Assignment{plan_pool, offset};
+          case NodeKind::kAllocation: {
+            const int32_t buffer = blocks_[node.block].buffer;
+            plan.assignments[buffer] = Assignment{plan_pool, placed.offset};
+            if (arena != nullptr) {
+              symbolic_offsets[buffer] = placed.symbolic_offset;
+            }
             break;
+          }
           case NodeKind::kEmpty:
             break;
           case NodeKind::kTemporal:
             for (NodeId child : node.children) {
-              offsets.push_back({child, offset});
+              offsets.push_back({child, placed.offset, placed.symbolic_offset});
             }
             break;
           case NodeKind::kSpatial:
-            offsets.push_back({node.left, offset});
+            offsets.push_back(
+                {node.left, placed.offset, placed.symbolic_offset});
             if (!right_is_empty(node)) {
+              // As SpatialSplit.finalize: offset + align(left's size).
               offsets.push_back(
                   {node.right,
-                   offset + AlignUp(final_size[node.left], problem_.alignment)});
+                   placed.offset +
+                       AlignUp(final_size[node.left], problem_.alignment),
+                   arena == nullptr
+                       ? -1
+                       : arena->Add(placed.symbolic_offset,
+                                    arena->Align(symbolic_size[node.left],
+                                                 problem_.alignment))});
             }
             break;
         }
       }
     }
   }
+  if (arena != nullptr) {
+    absl::Status status = SetSymbolicPlan(*arena, pool_symbolic_sizes,
+                                          symbolic_offsets, plan);
+    if (!status.ok()) return status;
+  }
   return plan;
+}
+
+void Allocator::SetSymbolicSize(NodeId id, std::vector<ExprId>& sizes,
+                                std::vector<ExprId>& scratch) {
+  ExprArena& arena = symbolic_->arena;
+  const Node& node = nodes_[id];
+  switch (node.kind) {
+    case NodeKind::kAllocation:
+      sizes[id] = symbolic_->sizes[blocks_[node.block].buffer];
+      break;
+    case NodeKind::kEmpty:
+      sizes[id] = arena.Integer(0);  // Empty.get_symbolic_size
+      break;
+    case NodeKind::kTemporal:
+      scratch.clear();
+      for (NodeId child : node.children) scratch.push_back(sizes[child]);
+      sizes[id] = arena.Max(scratch);
+      break;
+    case NodeKind::kSpatial: {
+      const Node& right = nodes_[node.right];
+      const bool right_empty =
+          right.children.size() == 1 &&
+          nodes_[right.children[0]].kind == NodeKind::kEmpty;
+      sizes[id] = right_empty
+                      ? sizes[node.left]
+                      : arena.Add(arena.Align(sizes[node.left],
+                                              problem_.alignment),
+                                  sizes[node.right]);
+      break;
+    }
+  }
 }
 
 absl::StatusOr<Plan> Allocator::Run() {
@@ -709,7 +789,17 @@ absl::StatusOr<Plan> InductorPlanner::PlanProblem(
           "best_fit, optimal or auto"));
     }
   }
-  absl::StatusOr<Plan> plan = Allocator(problem, options_, context).Run();
+  // Under dynamic shapes, Inductor's symbolic sizes along with the plan.
+  std::optional<SymbolicSizes> symbolic;
+  if (MayHaveSymbols(problem)) {
+    absl::StatusOr<SymbolicSizes> parsed = ParseSymbolicSizes(problem);
+    if (!parsed.ok()) return parsed.status();
+    if (parsed->any_symbol) symbolic = *std::move(parsed);
+  }
+  absl::StatusOr<Plan> plan =
+      Allocator(problem, options_, context,
+                symbolic.has_value() ? &*symbolic : nullptr)
+          .Run();
   if (!plan.ok()) return plan;
   plan->planner = "inductor";
   absl::Status capacity = CapacityStatus(problem, *plan, /*proven=*/false);

@@ -50,10 +50,19 @@ class InductorPlanner : public Planner {
   // named pool0, pool1, ... devices in the order their first pool was made;
   // a pool's size is its tree's size after finalize (empty right halves of
   // SpatialSplits dropped). Offsets are multiples of problem.alignment (64
-  // in Inductor). Returns INVALID_ARGUMENT for a buffer with a fixed offset
-  // or its own alignment (Inductor cannot honour them), RESOURCE_EXHAUSTED
-  // when the plan exceeds problem.capacity, DEADLINE_EXCEEDED / CANCELLED
-  // from `context`.
+  // in Inductor). Under dynamic shapes (some buffer's symbolic size names a
+  // symbol) the plan also carries Inductor's symbolic pool sizes and
+  // offsets (core/symbolic_plan.h): the tree's sizes as
+  // AllocationTreeNode.get_symbolic_size (TemporalSplit: Max over children;
+  // SpatialSplit: align(left) + right) after finalize, offsets accumulated
+  // down the tree as finalize does. A buffer whose size depends on data
+  // follows Allocation.earliest_available: it joins no pool in use before
+  // it begins, and a pool it joins takes no buffer beginning before it.
+  // Returns INVALID_ARGUMENT for a buffer with a fixed offset or its own
+  // alignment (Inductor cannot honour them) or a malformed symbolic size,
+  // RESOURCE_EXHAUSTED when the plan exceeds problem.capacity or its
+  // symbolic text kMaxSymbolicPlanChars, DEADLINE_EXCEEDED / CANCELLED from
+  // `context`.
   absl::StatusOr<Plan> PlanProblem(const Problem& problem,
                                    const PlanContext& context) const override;
 

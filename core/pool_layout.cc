@@ -16,6 +16,10 @@ struct DeviceMembers {
   std::vector<int32_t> buffers;
 };
 
+// The buffers of each device that the placement problems hold: all but
+// those whose size depends on data, which get pools of their own
+// (PlanFromPlacements). Devices in order of first appearance, also those
+// with only such buffers.
 std::vector<DeviceMembers> GroupByDevice(const Problem& problem) {
   std::vector<DeviceMembers> groups;
   absl::flat_hash_map<absl::string_view, size_t> index;
@@ -23,6 +27,7 @@ std::vector<DeviceMembers> GroupByDevice(const Problem& problem) {
     const std::string& device = problem.buffers[i].device;
     auto [it, inserted] = index.try_emplace(device, groups.size());
     if (inserted) groups.push_back({device, {}});
+    if (problem.buffers[i].size_is_data_dependent) continue;
     groups[it->second].buffers.push_back(static_cast<int32_t>(i));
   }
   return groups;
@@ -225,6 +230,21 @@ Plan PlanFromPlacements(const Problem& problem,
       if (region.size < 0) {  // the top region grows to its items
         plan.pools[pool].size = std::max(plan.pools[pool].size, offset + size);
       }
+    }
+    // Buffers whose size depends on data, in buffer order: a pool each, so
+    // that no pool holding one is in use before the buffer begins (when its
+    // size becomes known), the strictest form of torch 2.11's
+    // Allocation.earliest_available rule.
+    for (size_t i = 0; i < problem.buffers.size(); ++i) {
+      const Buffer& buffer = problem.buffers[i];
+      if (!buffer.size_is_data_dependent || buffer.device != layout.device) {
+        continue;
+      }
+      const Bytes offset = std::max<Bytes>(0, buffer.fixed_offset);
+      plan.assignments[i] =
+          Assignment{static_cast<int32_t>(plan.pools.size()), offset};
+      plan.pools.push_back(Pool{absl::StrCat("pool", plan.pools.size()),
+                                layout.device, offset + buffer.size});
     }
   }
   return plan;

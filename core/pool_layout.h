@@ -25,6 +25,11 @@
 //                  them, and the top region for intermediates.
 //   none:          not expressible (pools are fixed by their first buffer):
 //                  callers use Inductor's planner.
+//
+// A buffer whose size depends on data (Buffer::size_is_data_dependent) is
+// in no placement problem: it gets a pool of its own, so that no pool is
+// in use before such a buffer's size is known (torch 2.11's
+// Allocation.earliest_available, strictest form).
 #ifndef MEMPLAN_CORE_POOL_LAYOUT_H_
 #define MEMPLAN_CORE_POOL_LAYOUT_H_
 
@@ -72,9 +77,10 @@ std::vector<DeviceLayout> OutputsStageTwo(
 
 // Returns the plan that `placements` (parallel to `layouts`, each valid for
 // its layout) describe: one pool per region holding a buffer, named pool0,
-// pool1, ... in device order then region order; a fixed region's pool has
-// the region's size, the top region's pool its items' height above its
-// base.
+// pool1, ... in device order then region order, then per device one pool
+// per buffer whose size depends on data (in buffer order; the buffer at
+// offset 0, or its fixed_offset); a fixed region's pool has the region's
+// size, the top region's pool its items' height above its base.
 Plan PlanFromPlacements(const Problem& problem,
                         const std::vector<DeviceLayout>& layouts,
                         const std::vector<Placement>& placements);

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/symbolic_plan.h"
 
 namespace memplan {
 namespace {
@@ -18,7 +19,8 @@ std::string BufferLabel(const Problem& problem, size_t i) {
 
 bool IsPowerOfTwo(Bytes value) { return value > 0 && (value & (value - 1)) == 0; }
 
-absl::Status CheckBuffer(const Problem& problem, size_t i) {
+absl::Status CheckBuffer(const Problem& problem, size_t i,
+                         SymbolicSizeChecker& symbolic_sizes) {
   const Buffer& buffer = problem.buffers[i];
   if (buffer.names.empty()) {
     return absl::InvalidArgumentError(
@@ -58,6 +60,12 @@ absl::Status CheckBuffer(const Problem& problem, size_t i) {
         ": alignment must be 0 or a power of two in [1, ", kMaxAlignment,
         "], got ", buffer.alignment));
   }
+  if (absl::Status symbolic =
+          symbolic_sizes.Check(buffer.symbolic_size, buffer.size);
+      !symbolic.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(BufferLabel(problem, i), ": ", symbolic.message()));
+  }
   if (buffer.fixed_offset < -1 || buffer.fixed_offset > kMaxBufferBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         BufferLabel(problem, i), ": fixed_offset must be in [0, ",
@@ -92,8 +100,9 @@ absl::Status ValidateProblem(const Problem& problem) {
   }
   // Each name, to the index of the first buffer that carries it.
   absl::flat_hash_map<absl::string_view, size_t> owner;
+  SymbolicSizeChecker symbolic_sizes;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    absl::Status status = CheckBuffer(problem, i);
+    absl::Status status = CheckBuffer(problem, i, symbolic_sizes);
     if (!status.ok()) return status;
     for (const std::string& name : problem.buffers[i].names) {
       const auto [it, inserted] = owner.emplace(absl::string_view(name), i);

@@ -218,6 +218,17 @@ absl::StatusOr<SearchOutcome> Search(const Problem& problem,
   return outcome;
 }
 
+// Whether a search's proof covers the whole plan: the layout is the mode
+// itself (one pool per device, combined) and no buffer whose size depends
+// on data sits outside it in a pool of its own (core/pool_layout.h).
+bool SearchProvesPlan(const Problem& problem) {
+  if (problem.pool_mode != PoolMode::kCombined) return false;
+  for (const Buffer& buffer : problem.buffers) {
+    if (buffer.size_is_data_dependent) return false;
+  }
+  return true;
+}
+
 // Marks `plan` proven optimal when it meets the mode's lower bound.
 void MarkOptimalAtBound(const Problem& problem, Plan& plan) {
   if (TotalPoolBytes(plan) <= ModeLowerBound(problem)) {
@@ -257,12 +268,12 @@ absl::StatusOr<Plan> OptimalPlanner::PlanProblem(
   }
   plan.planner = "optimal";
   // Exact only where the layout is the mode itself: one pool per device.
-  plan.proven_optimal = outcome->all_proven_optimal &&
-                        problem.pool_mode == PoolMode::kCombined;
+  plan.proven_optimal =
+      outcome->all_proven_optimal && SearchProvesPlan(problem);
   MarkOptimalAtBound(problem, plan);
-  return WithinCapacity(problem, std::move(plan),
-                        outcome->any_infeasible_proven &&
-                            problem.pool_mode == PoolMode::kCombined);
+  return WithinCapacity(
+      problem, std::move(plan),
+      outcome->any_infeasible_proven && SearchProvesPlan(problem));
 }
 
 absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
@@ -304,10 +315,10 @@ absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
     absl::StatusOr<SearchOutcome> outcome = Search(problem, *best_fit, search);
     if (outcome.ok()) {
       outcome->plan.planner = "optimal";
-      outcome->plan.proven_optimal = outcome->all_proven_optimal &&
-                                     problem.pool_mode == PoolMode::kCombined;
-      infeasibility_proven = outcome->any_infeasible_proven &&
-                             problem.pool_mode == PoolMode::kCombined;
+      outcome->plan.proven_optimal =
+          outcome->all_proven_optimal && SearchProvesPlan(problem);
+      infeasibility_proven =
+          outcome->any_infeasible_proven && SearchProvesPlan(problem);
       candidates.push_back(std::move(outcome->plan));
     } else if (outcome.status().code() != absl::StatusCode::kDeadlineExceeded) {
       return outcome.status();

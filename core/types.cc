@@ -41,7 +41,9 @@ std::ostream& operator<<(std::ostream& os, const Buffer& buffer) {
 }
 
 std::ostream& operator<<(std::ostream& os, const Pool& pool) {
-  return os << pool.name << "@" << pool.device << "+" << pool.size;
+  os << pool.name << "@" << pool.device << "+" << pool.size;
+  if (!pool.symbolic_size.empty()) os << "+(" << pool.symbolic_size << ")";
+  return os;
 }
 
 std::ostream& operator<<(std::ostream& os, const Assignment& assignment) {
@@ -55,7 +57,11 @@ std::ostream& operator<<(std::ostream& os, const Plan& plan) {
   }
   os << "assignments:\n";
   for (size_t i = 0; i < plan.assignments.size(); ++i) {
-    os << "  " << i << ": " << plan.assignments[i] << "\n";
+    os << "  " << i << ": " << plan.assignments[i];
+    if (i < plan.symbolic_offsets.size()) {
+      os << " (" << plan.symbolic_offsets[i] << ")";
+    }
+    os << "\n";
   }
   return os;
 }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memplan {
@@ -131,16 +132,29 @@ struct Problem {
 
 // One allocation the caller makes for a device.
 struct Pool {
+  Pool() = default;
+  Pool(std::string name, std::string device, Bytes size,
+       std::string symbolic_size = std::string())
+      : name(std::move(name)),
+        device(std::move(device)),
+        size(size),
+        symbolic_size(std::move(symbolic_size)) {}
+
   std::string name;    // "pool0", "pool1", ... in creation order
   std::string device;  // the device of every buffer in the pool
   Bytes size = 0;      // bytes the caller allocates
+  // Under dynamic shapes (core/symbolic_plan.h): the bytes as a sympy
+  // expression over the buffers' size symbols, valid for every value of
+  // them, equal to `size` at the size hints; "" otherwise.
+  std::string symbolic_size;
 
   friend bool operator==(const Pool& a, const Pool& b) {
-    return a.name == b.name && a.device == b.device && a.size == b.size;
+    return a.name == b.name && a.device == b.device && a.size == b.size &&
+           a.symbolic_size == b.symbolic_size;
   }
 };
 
-// Prints "name@device+size".
+// Prints "name@device+size" (and "+(symbolic size)" when there is one).
 std::ostream& operator<<(std::ostream& os, const Pool& pool);
 
 // Where one buffer lives.
@@ -161,13 +175,17 @@ std::ostream& operator<<(std::ostream& os, const Assignment& assignment);
 struct Plan {
   std::vector<Pool> pools;
   std::vector<Assignment> assignments;
+  // Under dynamic shapes (core/symbolic_plan.h): each assignment's offset
+  // as a sympy expression, parallel to `assignments`; empty otherwise.
+  std::vector<std::string> symbolic_offsets;
   // How the plan was found (not compared by ==): the strategy that made it,
   // e.g. "inductor" or "best_fit(size)", and whether it is proven minimal.
   std::string planner;
   bool proven_optimal = false;
 
   friend bool operator==(const Plan& a, const Plan& b) {
-    return a.pools == b.pools && a.assignments == b.assignments;
+    return a.pools == b.pools && a.assignments == b.assignments &&
+           a.symbolic_offsets == b.symbolic_offsets;
   }
 };
 

@@ -284,6 +284,8 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
     const Buffer& buffer = problem.buffers[i];
     if (mode == PoolMode::kOutputs && !buffer.is_output) continue;
     if (data_dependent_devices.contains(buffer.device)) continue;
+    // An output whose size depends on data may have a pool of its own.
+    if (mode == PoolMode::kOutputs && buffer.size_is_data_dependent) continue;
     const auto [it, inserted] = first_of_device.emplace(buffer.device, i);
     if (inserted) continue;
     const size_t first = it->second;

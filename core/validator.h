@@ -24,7 +24,9 @@ namespace memplan {
 //       intermediates: a pool holds at most one output, and a pool holding
 //                      an output is no larger than that output rounded up to
 //                      the alignment, plus padding (below);
-//       outputs:       all outputs of a device are in one pool;
+//       outputs:       all outputs of a device are in one pool, except
+//                      those whose size depends on data (they may have
+//                      pools of their own, core/pool_layout.h);
 //       combined:      one pool per device holds all of its buffers, unless
 //                      a buffer of the device has a data-dependent size
 //                      (torch 2.11's Allocation.earliest_available may then

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/problem.h"
 #include "core/stats.h"
+#include "core/symbolic_plan.h"
 #include "core/wrapper_lines.h"
 #include "proto/status_details.h"
 
@@ -49,6 +50,7 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
     const v1::PlanMemoryRequest& request) {
   WrapperProgram program;
   program.lines.reserve(request.events_size());
+  SymbolicSizeChecker symbolic_sizes;
   for (int i = 0; i < request.events_size(); ++i) {
     const v1::Event& event = request.events(i);
     WrapperLine& line = program.lines.emplace_back();
@@ -58,6 +60,12 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
         if (!event.has_size_bytes()) {
           return absl::InvalidArgumentError(
               absl::StrCat(EventLabel(request, i), ": size_bytes is missing"));
+        }
+        if (absl::Status status =
+                symbolic_sizes.Check(event.symbolic_size(), event.size_bytes());
+            !status.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(EventLabel(request, i), ": ", status.message()));
         }
         break;
       case v1::EVENT_KIND_FREE_IF_NOT_REUSED:
@@ -97,6 +105,7 @@ absl::StatusOr<std::vector<ScheduledNode>> NodesFromRequest(
     const v1::PlanMemoryRequest& request) {
   std::vector<ScheduledNode> nodes;
   nodes.reserve(request.nodes_size());
+  SymbolicSizeChecker symbolic_sizes;
   for (int i = 0; i < request.nodes_size(); ++i) {
     const v1::Node& wire = request.nodes(i);
     ScheduledNode& node = nodes.emplace_back();
@@ -108,6 +117,13 @@ absl::StatusOr<std::vector<ScheduledNode>> NodesFromRequest(
         return absl::InvalidArgumentError(absl::StrCat(
             "nodes[", i, "].writes[", j, "] (\"", wire_write.name(),
             "\"): size_bytes is missing"));
+      }
+      if (absl::Status status = symbolic_sizes.Check(
+              wire_write.symbolic_size(), wire_write.size_bytes());
+          !status.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("nodes[", i, "].writes[", j, "] (\"",
+                         wire_write.name(), "\"): ", status.message()));
       }
       NodeWrite& write = node.writes.emplace_back();
       write.name = wire_write.name();
@@ -365,6 +381,7 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     wire->set_name(pool.name);
     wire->set_device(pool.device);
     wire->set_size_bytes(pool.size);
+    wire->set_symbolic_size(pool.symbolic_size);
   }
   response.mutable_assignments()->Reserve(
       static_cast<int>(plan.assignments.size()));
@@ -379,6 +396,9 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     v1::Assignment* wire = response.add_assignments();
     wire->set_pool(plan.pools[assignment.pool].name);
     wire->set_offset(assignment.offset);
+    if (i < plan.symbolic_offsets.size()) {
+      wire->set_symbolic_offset(plan.symbolic_offsets[i]);
+    }
   }
   if (info.lines != nullptr) {
     const PoolLines& lines = *info.lines;
@@ -426,7 +446,8 @@ absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response) {
       return absl::InvalidArgumentError(absl::StrCat(
           "pools[", i, "]: name \"", wire.name(), "\" repeats"));
     }
-    plan.pools.push_back(Pool{wire.name(), wire.device(), wire.size_bytes()});
+    plan.pools.push_back(Pool{wire.name(), wire.device(), wire.size_bytes(),
+                              wire.symbolic_size()});
   }
   plan.assignments.reserve(response.assignments_size());
   for (int i = 0; i < response.assignments_size(); ++i) {
@@ -437,6 +458,10 @@ absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response) {
           "assignments[", i, "]: pool \"", wire.pool(), "\" is not a pool"));
     }
     plan.assignments.push_back(Assignment{it->second, wire.offset()});
+    if (!wire.symbolic_offset().empty()) {
+      plan.symbolic_offsets.resize(response.assignments_size());
+      plan.symbolic_offsets[i] = wire.symbolic_offset();
+    }
   }
   return plan;
 }

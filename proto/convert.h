@@ -48,18 +48,22 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 //     [0, 2^40], begin > end or outside [0, 2^53], an alignment that is not
 //     a power of two in [1, 2^30] (a buffer's may also be 0), a
 //     fixed_offset above 2^40 or not a multiple of the buffer's effective
-//     alignment, a negative options.capacity_bytes.
+//     alignment, a negative options.capacity_bytes, a symbolic_size that
+//     does not parse (the message gives the 0-based position in it and what
+//     was expected) or is a constant other than size_bytes.
 // A request with events (instead of buffers) gets the buffer groups core
 // GroupWrapperLines derives from them (core/wrapper_lines.h), and `*lines`
 // (when not null) their mapping to events; then INVALID_ARGUMENT also names
 // an event (`events[i] ("name")`) with an undefined kind, an ALLOCATE
-// without size_bytes, or what GroupWrapperLines rejects, and a request that
+// without size_bytes or with a malformed symbolic_size, or what
+// GroupWrapperLines rejects, and a request that
 // gives more than one of buffers, events and nodes, or output_names /
 // removed_buffers without events (output_names: or nodes). A request with
 // nodes gets the groups of WrapperLinesFromNodes's lines (`*lines` is not
 // set: the lines are the service's own); INVALID_ARGUMENT also names a
-// write (`nodes[i].writes[j]`) without size_bytes, with an empty or
-// repeated name, or an in_place_of the node does not read.
+// write (`nodes[i].writes[j]`) without size_bytes, with a malformed
+// symbolic_size, with an empty or repeated name, or an in_place_of the
+// node does not read.
 absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
                                          PoolLines* lines = nullptr);
 
@@ -122,8 +126,9 @@ struct ResponseInfo {
 };
 
 // Returns the response for `plan`, a plan of `problem` (assignments parallel
-// to problem.buffers): pools in plan order (name, device, size in bytes),
-// assignments as (pool name, offset in bytes), and stats as DESIGN.md
+// to problem.buffers): pools in plan order (name, device, size in bytes,
+// symbolic size), assignments as (pool name, offset in bytes, symbolic
+// offset when plan.symbolic_offsets has them), and stats as DESIGN.md
 // "Stats" from core/stats.h (lower_bound_bytes = LowerBound, total_pool_bytes
 // = TotalPoolBytes, peak_bytes = PeakPoolBytes, mode_lower_bound_bytes =
 // ModeLowerBound, retained_bytes = RetainedBytes, all in bytes summed over
@@ -135,8 +140,10 @@ struct ResponseInfo {
 absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     const Problem& problem, const Plan& plan, const ResponseInfo& info);
 
-// Returns the core plan in `response`: pools in order, each assignment's
-// pool name resolved to its index, planner = stats.planner and
+// Returns the core plan in `response`: pools in order (symbolic sizes
+// too), each assignment's pool name resolved to its index (symbolic
+// offsets into plan.symbolic_offsets when any is set), planner =
+// stats.planner and
 // proven_optimal = stats.proven_optimal. Returns INVALID_ARGUMENT when a pool name
 // repeats or an assignment names no pool of the response.
 absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response);

@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "absl/strings/escaping.h"
+#include "core/symbolic_plan.h"
 #include "proto/convert.h"
 
 namespace memplan {
@@ -34,12 +35,24 @@ class Encoder {
   std::string bytes_;
 };
 
+// Whether the request is dynamic: its plan depends on more than format 4
+// encodes (data-dependent sizes, symbolic sizes naming symbols).
+bool IsDynamic(const Problem& problem) {
+  if (MayHaveSymbols(problem)) return true;
+  for (const Buffer& buffer : problem.buffers) {
+    if (buffer.size_is_data_dependent) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
                            absl::Duration time_budget, const PoolLines* lines) {
+  const bool dynamic = IsDynamic(problem);
   Encoder encoder;
-  encoder.U32(kGraphHashFormatVersion);
+  encoder.U32(dynamic ? kDynamicGraphHashFormatVersion
+                      : kGraphHashFormatVersion);
   encoder.U32(kPlannerVersion);
   encoder.String(strategy);
   encoder.U8(static_cast<uint8_t>(PoolModeToProto(problem.pool_mode)));
@@ -64,6 +77,11 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
     encoder.I64(lines->group_of_line[i]);
     encoder.U8(lines->allocates[i] ? 1 : 0);
     encoder.I64(lines->timestep_of_line[i]);
+  }
+  if (dynamic) {
+    for (const Buffer& buffer : problem.buffers) {
+      encoder.String(buffer.symbolic_size);
+    }
   }
   return encoder.Take();
 }

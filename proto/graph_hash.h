@@ -6,7 +6,8 @@
 // as `xxhsum -H2` prints it. Integers are little-endian; a string is its
 // length (u64) then its bytes:
 //
-//   u32     format version (kGraphHashFormatVersion)
+//   u32     format version: kGraphHashFormatVersion (4), or
+//           kDynamicGraphHashFormatVersion (5) for a dynamic request (below)
 //   u32     planner version (kPlannerVersion)
 //   string  strategy name, resolved (e.g. "auto", never "")
 //   u8      pool mode, as the wire's PoolMode number (1 none,
@@ -32,14 +33,22 @@
 //     i64     the buffer group of its pool line, or -1
 //     u8      allocates (1: an ALLOCATE of that group)
 //     i64     its timestep (0: outside every run)
+//   only for a dynamic request, one where some buffer's size depends on data
+//   or some symbolic_size is neither "" nor a plain decimal number (the
+//   response then has symbolic sizes, core/symbolic_plan.h, and the other
+//   strategies than inductor give data-dependent buffers pools of their
+//   own), per buffer, in request order:
+//     string  symbolic_size, as sent
 //
-// Names, dtypes and symbolic sizes are labels, not inputs of the plan: two
-// requests that differ only in them hash alike; so do requests that differ
-// only in options.include_trace (it asks for the call's trace, not another
-// plan). Any change to the encoding
-// must bump kGraphHashFormatVersion, and any change to a planner that may
-// give another plan for the same input must bump kPlannerVersion, so that
-// old cache entries (in process and in Redis) are not reused.
+// Names and dtypes are labels, not inputs of the plan: two requests that
+// differ only in them hash alike; so are symbolic sizes in a request that
+// is not dynamic (they are then empty or equal to size_bytes), and
+// options.include_trace (it asks for the call's trace, not another plan).
+// Any change to the encoding must bump kGraphHashFormatVersion, and any
+// change to a planner that may give another plan for the same input must
+// bump kPlannerVersion, so that old cache entries (in process and in Redis)
+// are not reused. Format 5 added the dynamic requests' section without
+// changing the encoding of the others, whose hashes stay as in format 4.
 #ifndef MEMPLAN_PROTO_GRAPH_HASH_H_
 #define MEMPLAN_PROTO_GRAPH_HASH_H_
 
@@ -60,6 +69,10 @@ namespace memplan {
 // alignment and fixed_offset; 3: adds the planner version; 4: adds the
 // events' pool lines.
 inline constexpr uint32_t kGraphHashFormatVersion = 4;
+
+// The format version a dynamic request's encoding starts with: format 4
+// plus the symbolic sizes (above).
+inline constexpr uint32_t kDynamicGraphHashFormatVersion = 5;
 
 // The version of the planners' behaviour (core/planners.h): bumped whenever
 // a strategy may return another plan (pools, offsets or stats) for the same

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/planners.h"
+#include "core/symbolic_plan.h"
 #include "core/validator.h"
 #include "proto/graph_hash.h"
 #include "proto/grpc_status.h"
@@ -762,6 +763,13 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
                      status.message()));
   }
   validate.End();
+
+  // Under dynamic shapes: symbolic pool sizes and offsets for plans whose
+  // planner did not give them (every strategy but inductor).
+  if (absl::Status status = AddSymbolicPlan(resolved.problem, *plan);
+      !status.ok()) {
+    return status;
+  }
 
   PhaseRecorder::Scope encode = phases.Span("encode");
   ResponseInfo info;

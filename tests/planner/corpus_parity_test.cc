@@ -32,7 +32,11 @@ TEST_P(CorpusParityTest, InductorStrategyGivesInductorsPlan) {
   absl::StatusOr<Plan> plan = InductorPlanner().PlanProblem(*problem, {});
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(ValidatePlan(*problem, *plan).ok());
-  EXPECT_EQ(plan->pools, graph->expected_plan.pools);
+  // Symbolic pool sizes (dynamic shapes) are compared by value in
+  // symbolic_plan_test; here the pools' names, devices and bytes.
+  std::vector<Pool> pools = plan->pools;
+  for (Pool& pool : pools) pool.symbolic_size.clear();
+  EXPECT_EQ(pools, graph->expected_plan.pools);
   ASSERT_EQ(plan->assignments.size(), graph->expected_plan.assignments.size());
   for (size_t i = 0; i < plan->assignments.size(); ++i) {
     const Assignment& expected = graph->expected_plan.assignments[i];

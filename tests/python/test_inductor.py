@@ -11,6 +11,7 @@ the real compile runs in client/python/examples/compile_with_memplan.py.
 
 import types
 import unittest
+from unittest import mock
 import warnings
 
 import grpc
@@ -398,16 +399,37 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual((stats["service_plans"], stats["fallbacks"]), (0, 1))
         self.assertEqual(stats["graphs"][0]["total_pool_bytes"], 1152)
 
-    def test_symbolic_sizes_without_a_symbolic_answer_fall_back(self):
+    def test_symbolic_sizes_take_the_services_expressions(self):
         lines, groups = example_graph()
         s0 = sympy.Symbol("s0", integer=True, positive=True)
-        groups[3].symbolic_size = 4 * s0
+        groups[3].symbolic_size = 4 * s0  # 512 bytes at the hint s0 = 128
         mp = fake_memory_planning(groups)
         hook._install_on(mp, self.client, "auto", None, "events")
-        with self.assertWarnsRegex(hook.MemplanFallbackWarning, "symbolic"):
-            mp.MemoryPlanner().plan(lines)
-        self.assertEqual(mp.MemoryPlanner.own_plans, 1)
-        self.assertEqual(hook.stats()["fallbacks"], 1)
+        planner = mp.MemoryPlanner()
+        # Inductor's own sympy functions need torch; sympy's stand in here.
+        sympy_only = {"Max": sympy.Max, "Min": sympy.Min,
+                      "FloorDiv": lambda a, b: sympy.floor(a / b),
+                      "ceiling": sympy.ceiling, "floor": sympy.floor,
+                      "Mod": sympy.Mod,
+                      "align": lambda x: 64 * sympy.ceiling(x / 64)}
+        with mock.patch.object(hook, "_sympy_functions", lambda: sympy_only):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # no fallback warning
+                planner.plan(lines)
+        self.assertEqual(mp.MemoryPlanner.own_plans, 0)
+        self.assertEqual(hook.stats()["service_plans"], 1)
+        response = hook.stats()["graphs"][0]["response"]
+        self.assertTrue(all(p.symbolic_size for p in response.pools))
+        pools = planner.pools.device_to_pools["cuda:0"]
+        sizes = [p.root.get_symbolic_size() for p in pools]
+        self.assertTrue(any(s0 in size.free_symbols for size in sizes))
+        # At the hint the expressions are the service's integer plan.
+        self.assertEqual([int(size.subs(s0, 128)) for size in sizes],
+                         [p.size_bytes for p in response.pools])
+        self.assertEqual(
+            [int(sympy.sympify(g.allocation.offset).subs(s0, 128))
+             for g in groups],
+            [a.offset for a in response.assignments])
 
     def test_uninstall_gives_inductor_its_planner_back(self):
         lines, groups = example_graph()

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "core/stats.h"
@@ -178,6 +179,68 @@ TEST(RequestToProblemTest, NameSharedByTwoBuffers) {
   v1::PlanMemoryRequest request = SmallRequest();
   request.mutable_buffers(2)->add_names("a");
   ExpectInvalid(request, {"buffers[2] (\"c\")", "\"a\"", "buffers[0]"});
+}
+
+// Symbolic sizes (dynamic shapes): a parse error names the buffer and the
+// 0-based position in the expression, for buffers, events and node writes.
+TEST(RequestToProblemTest, SymbolicSizeErrorNamesBufferAndPosition) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->set_symbolic_size("2*s0 +* 3");
+  ExpectInvalid(request,
+                {"buffers[1] (\"b\"): symbolic_size: at position 6: expected "
+                 "an integer, a symbol, a function call, '(' or a sign, got "
+                 "'*'"});
+  request.mutable_buffers(1)->set_symbolic_size("Max(s0, 4");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: at position 0: "
+                          "the call of Max is not closed with ')'"});
+  request.mutable_buffers(1)->set_symbolic_size("Foo(s0)");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: at position 0: "
+                          "unknown function 'Foo'"});
+  // A constant must be the size hint itself.
+  request.mutable_buffers(1)->set_symbolic_size("96");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: the constant 96 "
+                          "is not size_bytes 200"});
+}
+
+TEST(RequestToProblemTest, SymbolicSizesThatParse) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->set_symbolic_size("100");
+  request.mutable_buffers(1)->set_symbolic_size("2*100");
+  request.mutable_buffers(2)->set_symbolic_size(
+      "Max(50, 25*s0) + FloorDiv(s1, 4)*0");
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->buffers[2].symbolic_size,
+            "Max(50, 25*s0) + FloorDiv(s1, 4)*0");
+}
+
+TEST(RequestToProblemTest, SymbolicSizeErrorNamesTheEvent) {
+  v1::PlanMemoryRequest request = EventsRequestFor(SmallRequest());
+  int allocate_b = -1;
+  for (int i = 0; i < request.events_size(); ++i) {
+    if (request.events(i).kind() == v1::EVENT_KIND_ALLOCATE &&
+        request.events(i).name() == "b") {
+      allocate_b = i;
+    }
+  }
+  ASSERT_GE(allocate_b, 0);
+  request.mutable_events(allocate_b)->set_symbolic_size("s0 s1");
+  const std::string label = absl::StrCat("events[", allocate_b, "] (\"b\")");
+  ExpectInvalid(request, {label.c_str(),
+                          ": symbolic_size: at position 3: expected an "
+                          "operator, ')', ',' or the end, got 's1'"});
+}
+
+TEST(RequestToProblemTest, SymbolicSizeErrorNamesTheNodeWrite) {
+  v1::PlanMemoryRequest request;
+  v1::Node* first = request.add_nodes();
+  v1::NodeWrite* write = first->add_writes();
+  write->set_name("buf0");
+  write->set_size_bytes(64);
+  write->set_symbolic_size("64*(s0 - 1");
+  request.add_nodes()->add_reads("buf0");
+  ExpectInvalid(request, {"nodes[0].writes[0] (\"buf0\"): symbolic_size: at "
+                          "position 3: '(' is not closed with ')'"});
 }
 
 TEST(RequestToProblemTest, UnknownStrategyNumber) {
@@ -431,6 +494,29 @@ TEST(PlanToResponseTest, RetainedBytesArePoolsHoldingOutputs) {
                 .stats()
                 .retained_bytes(),
             256);
+}
+
+// Symbolic pool sizes and offsets go to the wire and come back; a plan
+// without them leaves the fields empty (the same bytes as before them).
+TEST(PlanToResponseTest, SymbolicSizesAndOffsetsRoundTrip) {
+  const Problem problem = RequestToProblem(SmallRequest()).value();
+  const v1::PlanMemoryResponse plain =
+      PlanToResponse(problem, SmallPlan(), ResponseInfo()).value();
+  EXPECT_EQ(plain.pools(0).symbolic_size(), "");
+  EXPECT_EQ(plain.assignments(0).symbolic_offset(), "");
+  EXPECT_TRUE(ResponseToPlan(plain).value().symbolic_offsets.empty());
+
+  Plan plan = SmallPlan();
+  plan.pools[0].symbolic_size = "Max(64, 2*s0)";
+  plan.pools[1].symbolic_size = "256";
+  plan.symbolic_offsets = {"0", "0", "align(s0)"};
+  const v1::PlanMemoryResponse response =
+      PlanToResponse(problem, plan, ResponseInfo()).value();
+  EXPECT_EQ(response.pools(0).symbolic_size(), "Max(64, 2*s0)");
+  EXPECT_EQ(response.assignments(2).symbolic_offset(), "align(s0)");
+  const absl::StatusOr<Plan> back = ResponseToPlan(response);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, plan);
 }
 
 TEST(PlanToResponseTest, PoolIndexOutOfRangeIsInternal) {

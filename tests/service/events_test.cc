@@ -162,6 +162,36 @@ TEST(EventsServiceTest, PlansLikeTheBuffersAndSaysWherePoolsLive) {
   server.Shutdown(absl::ZeroDuration());
 }
 
+// Symbolic sizes on ALLOCATE events give the symbolic pool sizes and
+// offsets the same buffers give.
+TEST(EventsServiceTest, SymbolicSizesOnEventsGiveSymbolicPlans) {
+  Server::Options options;
+  options.listen = "";
+  Server server(options);
+  ASSERT_TRUE(server.Start().ok());
+  MemplanClient client(server.InProcessChannel());
+
+  v1::PlanMemoryRequest buffers = ShiftedSmallRequest();
+  buffers.mutable_buffers(0)->set_symbolic_size("100*s0");
+  buffers.mutable_buffers(1)->set_symbolic_size("Max(200, 50*s1)");
+  buffers.mutable_options()->set_strategy(v1::STRATEGY_INDUCTOR);
+  const v1::PlanMemoryRequest events = EventsRequestFor(buffers);
+  absl::StatusOr<v1::PlanMemoryResponse> expected = client.PlanMemory(buffers);
+  absl::StatusOr<v1::PlanMemoryResponse> got = client.PlanMemory(events);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->pools_size(), expected->pools_size());
+  for (int p = 0; p < got->pools_size(); ++p) {
+    EXPECT_NE(got->pools(p).symbolic_size(), "");
+    EXPECT_EQ(got->pools(p).symbolic_size(), expected->pools(p).symbolic_size());
+  }
+  ASSERT_EQ(got->assignments_size(), expected->assignments_size());
+  for (int i = 0; i < got->assignments_size(); ++i) {
+    EXPECT_EQ(got->assignments(i).symbolic_offset(),
+              expected->assignments(i).symbolic_offset());
+  }
+  server.Shutdown(absl::ZeroDuration());
+}
 
 // a -> b -> c (output) as nodes, and the buffers Inductor derives for them
 // (tests/planner/wrapper_lines_test.cc draws the lines).

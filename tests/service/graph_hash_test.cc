@@ -71,7 +71,6 @@ std::string Le(uint64_t value, int width) {
 TEST(GraphHashTest, EncodingIsAsDocumented) {
   Problem problem;
   problem.buffers = {MakeBuffer("only", 100, 2, 5, true, "cpu")};
-  problem.buffers[0].size_is_data_dependent = true;
   problem.buffers[0].fixed_offset = 512;
   problem.pool_mode = PoolMode::kOutputs;
   problem.alignment = 64;
@@ -81,7 +80,7 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
       Le(7, 8) + "optimal" +
       Le(3, 1) /* outputs */ + Le(64, 8) + Le(4096, 8) /* capacity */ +
       Le(2500000000, 8) /* 2.5 s in ns */ + Le(1, 8) /* one buffer */ +
-      Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(1, 1) + Le(3, 8) +
+      Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(0, 1) + Le(3, 8) +
       "cpu" + Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */ +
       Le(0, 8) /* no events */;
   EXPECT_EQ(kGraphHashFormatVersion, 4u);
@@ -108,6 +107,33 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
                 Le(0, 1) + Le(0, 8));
 }
 
+// A dynamic request (a data-dependent size, or a symbolic size naming a
+// symbol) starts with format version 5 and ends with every buffer's
+// symbolic size; the rest is format 4's encoding.
+TEST(GraphHashTest, DynamicRequestsAppendTheirSymbolicSizes) {
+  Problem problem;
+  problem.buffers = {MakeBuffer("x", 128, 0, 2), MakeBuffer("y", 64, 1, 3)};
+  problem.buffers[1].symbolic_size = "64";  // static: a plain number
+  const std::string static_input =
+      GraphHashInput(problem, "inductor", kBudget);
+  EXPECT_EQ(static_input.substr(0, 4), Le(4, 4));
+
+  problem.buffers[0].symbolic_size = "2*s0";
+  const std::string dynamic_input =
+      GraphHashInput(problem, "inductor", kBudget);
+  EXPECT_EQ(dynamic_input,
+            Le(5, 4) + static_input.substr(4) + Le(4, 8) + "2*s0" + Le(2, 8) +
+                "64");
+
+  problem.buffers[0].symbolic_size.clear();
+  problem.buffers[0].size_is_data_dependent = true;
+  const std::string data_dependent_input =
+      GraphHashInput(problem, "inductor", kBudget);
+  EXPECT_EQ(data_dependent_input.substr(0, 4), Le(5, 4));
+  EXPECT_EQ(data_dependent_input.substr(data_dependent_input.size() - 18),
+            Le(0, 8) + Le(2, 8) + "64");
+}
+
 TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
   EXPECT_THAT(GraphHash(SmallProblem(), "inductor", kBudget),
               ::testing::MatchesRegex("[0-9a-f]{32}"));
@@ -116,14 +142,17 @@ TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
 // Golden values: a change here changes every cache key; bump
 // kGraphHashFormatVersion if it is intended. All three were
 // cross-checked with a separate C program hashing GraphHashInput's bytes
-// with libxxhash's XXH3_128bits and printing high64 then low64.
+// with libxxhash's XXH3_128bits and printing high64 then low64. The last
+// two have a data-dependent size, so they are dynamic requests (format 5,
+// since the other strategies than inductor give such buffers pools of
+// their own); the first is format 4's, unchanged.
 TEST(GraphHashTest, GoldenValues) {
   EXPECT_EQ(GraphHash(SmallProblem(), "inductor", kBudget),
             "f98304860e83845e2b53fcb7af028ac1");
   EXPECT_EQ(GraphHash(TwoDeviceProblem(), "auto", kBudget),
-            "8a4b37723c993a558457d00f5b6e1972");
+            "2650e9ba8ebf9f8d226b8f140156e5e4");
   EXPECT_EQ(GraphHash(PinnedProblem(), "optimal", absl::Seconds(2)),
-            "b4b1d84d22011b8df0836e28d7c5487f");
+            "07a1736dab890581b47d5815a0569ae0");
 }
 
 TEST(GraphHashTest, LabelsDoNotChangeTheHash) {
@@ -131,7 +160,7 @@ TEST(GraphHashTest, LabelsDoNotChangeTheHash) {
   Problem problem = SmallProblem();
   problem.buffers[0].names = {"renamed", "alias"};
   problem.buffers[1].dtype = "torch.bfloat16";
-  problem.buffers[2].symbolic_size = "50*s0";
+  problem.buffers[2].symbolic_size = "50";  // static: the size itself
   EXPECT_EQ(GraphHash(problem, "inductor", kBudget), hash);
 }
 
@@ -168,6 +197,8 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
           {"buffer order",
            [](Problem& p) { std::swap(p.buffers[0], p.buffers[1]); }},
           {"buffer count", [](Problem& p) { p.buffers.pop_back(); }},
+          {"symbolic_size",
+           [](Problem& p) { p.buffers[2].symbolic_size = "50*s0"; }},
       };
   for (const auto& [field, change] : kChanges) {
     Problem problem = SmallProblem();
@@ -205,7 +236,7 @@ TEST(GraphHashTest, RequestGraphHashResolvesDefaults) {
   v1::PlanMemoryRequest relabelled = request;
   relabelled.mutable_buffers(0)->set_names(0, "renamed");
   relabelled.mutable_buffers(1)->set_dtype("torch.int8");
-  relabelled.mutable_buffers(2)->set_symbolic_size("s0*4");
+  relabelled.mutable_buffers(2)->set_symbolic_size("50");
   EXPECT_EQ(RequestGraphHash(relabelled).value(), *hash);
 
   // Asking for a trace does not change the plan, nor so the hash.

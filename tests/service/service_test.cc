@@ -30,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "core/planners.h"
+#include "core/symbolic.h"
 #include "core/validator.h"
 #include "proto/convert.h"
 #include "proto/graph_hash.h"
@@ -331,6 +332,40 @@ TEST_P(ServiceTest, GraphHashIgnoresNamesAndFollowsSizes) {
   EXPECT_NE(ExpectPlans(resized).graph_hash(), hash);
 }
 
+// Dynamic shapes: every strategy answers symbolic pool sizes and offsets
+// that give the plan itself at the size hints (here s0 = s1 = 1); a static
+// request gets none.
+TEST_P(ServiceTest, SymbolicSizesGetSymbolicPoolSizesAndOffsets) {
+  const v1::PlanMemoryResponse plain = ExpectPlans(Small());
+  for (const v1::Pool& pool : plain.pools()) {
+    EXPECT_EQ(pool.symbolic_size(), "");
+  }
+  for (const v1::Assignment& assignment : plain.assignments()) {
+    EXPECT_EQ(assignment.symbolic_offset(), "");
+  }
+  v1::PlanMemoryRequest request = Small();
+  request.mutable_buffers(0)->set_symbolic_size("100*s0");
+  request.mutable_buffers(1)->set_symbolic_size("Max(200, 100*s1)");
+  request.mutable_buffers(2)->set_symbolic_size("50");
+  const v1::PlanMemoryResponse response = ExpectPlans(request);
+  EXPECT_NE(response.graph_hash(), plain.graph_hash());
+  ExprArena arena;
+  const SymbolValues hints = {{"s0", 1}, {"s1", 1}};
+  for (const v1::Pool& pool : response.pools()) {
+    const absl::StatusOr<ExprId> size = arena.Parse(pool.symbolic_size());
+    ASSERT_TRUE(size.ok()) << pool.symbolic_size() << ": " << size.status();
+    EXPECT_EQ(arena.Evaluate(*size, hints).value(), pool.size_bytes())
+        << pool.symbolic_size();
+  }
+  for (const v1::Assignment& assignment : response.assignments()) {
+    const absl::StatusOr<ExprId> offset =
+        arena.Parse(assignment.symbolic_offset());
+    ASSERT_TRUE(offset.ok()) << assignment.symbolic_offset();
+    EXPECT_EQ(arena.Evaluate(*offset, hints).value(), assignment.offset())
+        << assignment.symbolic_offset();
+  }
+}
+
 TEST_P(ServiceTest, SameRequestSamePlan) {
   v1::PlanMemoryResponse first = ExpectPlans(Large(500));
   v1::PlanMemoryResponse second = ExpectPlans(Large(500));
@@ -407,6 +442,11 @@ std::vector<BadRequestCase> BadRequestCases() {
       {"NegativeBufferAlignment",
        [](v1::PlanMemoryRequest& r) { r.mutable_buffers(0)->set_alignment(-4); },
        {"buffers[0] (\"a\")", "alignment", "-4"}},
+      {"MalformedSymbolicSize",
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_buffers(1)->set_symbolic_size("2*s0 +* 3");
+       },
+       {"buffers[1] (\"b\")", "symbolic_size", "at position 6"}},
       {"NegativeFixedOffset",
        [](v1::PlanMemoryRequest& r) {
          r.mutable_buffers(1)->set_fixed_offset(-64);
