@@ -61,6 +61,12 @@ struct WrapperLine {
   std::string name;
   std::string reused_as;      // kReuse: the new buffer's name
   AllocationInfo allocation;  // kAllocate: the buffer
+  // kFreeIfNotReused of a buffer that no ALLOCATE line names (e.g. an extern
+  // kernel's output, which the kernel call allocates): `allocation`
+  // describes it, so that strategies "reuse" and "nnc"
+  // (core/reuse_planners.h) may reuse its storage as Inductor does. Ignored
+  // by GroupWrapperLines and for every other line.
+  bool has_allocation = false;
 };
 
 // A graph's wrapper lines with what Inductor's V.graph tells its planner.
