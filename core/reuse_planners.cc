@@ -52,10 +52,14 @@ struct Step {
   const AllocationInfo* external = nullptr;
   bool last_external_free = false;
   Timestep timestep = 0;
+  int64_t scheduler_node = -1;  // kAllocate, kFree: the line's; -1: unknown
 };
 
 struct Program {
   std::vector<Step> steps;
+  // Inductor's bytes in use per scheduler node, when the lines carry them
+  // (and every ALLOCATE and FREE its node); null: estimate from the lines.
+  const std::vector<Bytes>* scheduler_node_bytes = nullptr;
   std::vector<size_t> allocate_step;  // per group: its ALLOCATE step
   std::vector<size_t> last_step;      // per group: its last ALLOCATE or FREE
 };
@@ -78,6 +82,23 @@ void IndexGroups(size_t num_groups, Program& program) {
       program.last_step[step.group] = s;
     }
   }
+}
+
+// Returns INVALID_ARGUMENT when line i, an ALLOCATE or FREE, lacks a
+// scheduler node in [0, scheduler_node_bytes.size()) although the program
+// gives Inductor's per-node bytes.
+absl::Status CheckSchedulerNode(const WrapperProgram& wrapper, size_t i) {
+  const size_t nodes = wrapper.scheduler_node_bytes.size();
+  const int64_t node = wrapper.lines[i].scheduler_node;
+  if (nodes == 0 || (node >= 0 && static_cast<size_t>(node) < nodes)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "events[", i, "].scheduler_node: ",
+      node < 0 ? std::string("is missing")
+               : absl::StrCat(node, " is not below"),
+      " while scheduler_node_bytes gives ", nodes,
+      " entries (every ALLOCATE and FREE_IF_NOT_REUSED needs its node)"));
 }
 
 // Returns the steps of the caller's lines: pool lines of groups, FREEs of
@@ -154,7 +175,15 @@ absl::StatusOr<Program> ProgramFromLines(const Problem& problem,
         step.kind = StepKind::kExitSubgraph;
         break;
     }
+    if (step.kind == StepKind::kAllocate || step.kind == StepKind::kFree) {
+      step.scheduler_node = line.scheduler_node;
+      absl::Status status = CheckSchedulerNode(wrapper, i);
+      if (!status.ok()) return status;
+    }
     program.steps.push_back(step);
+  }
+  if (!wrapper.scheduler_node_bytes.empty()) {
+    program.scheduler_node_bytes = &wrapper.scheduler_node_bytes;
   }
   IndexGroups(problem.buffers.size(), program);
   return program;
@@ -404,67 +433,81 @@ ReuseKey KeyOf(const AllocationInfo& allocation) {
                allocation.size);
 }
 
-// Inductor's EfficientPeakEstimate, from what the lines show: the bytes of
-// the groups held while each kernel runs (a group from its ALLOCATE to the
-// FREE that ends it, or to the end), and the peak over all kernels. Inductor
-// estimates from its scheduler, which also counts graph inputs that can be
-// freed and extern kernels' outputs; the lines do not carry those.
+// Inductor's EfficientPeakEstimate (torch >= 2.9): bytes in use per
+// position, the peak over all, and per step where a FREE's storage starts
+// to be held and where an ALLOCATE takes it. Positions are Inductor's
+// scheduler nodes when the lines carry them with Inductor's per-node bytes
+// (exact); else the kernel lines (every line of another kind), with the
+// bytes of the groups held while each runs (a group from its ALLOCATE to
+// the FREE that ends it, or to the end). Inductor's own estimate also
+// counts graph inputs that can be freed and extern kernels' outputs, and
+// (torch 2.11's estimate_peak_memory) counts each output negatively before
+// it is made; the lines alone do not show those.
 class PeakEstimate {
  public:
   PeakEstimate(const Problem& problem, const Program& program)
-      : kernels_before_(program.steps.size() + 1, 0),
-        tree_(HeldPerKernel(problem, program, kernels_before_, peak_)) {}
+      : position_(program.steps.size(), 0),
+        tree_(BytesPerPosition(problem, program)) {}
 
-  // AllocateLine.should_reuse_buffer: reuse when no kernel runs between the
-  // FREE and the ALLOCATE, or when holding `size` more bytes over the
-  // kernels between them keeps every one within the peak.
+  // AllocateLine.should_reuse_buffer: reuse when the FREE and the ALLOCATE
+  // belong to adjacent scheduler nodes (no kernel between them), or when
+  // holding `size` more bytes over the positions between them keeps every
+  // one within the peak. (With no position between them but not adjacent,
+  // where Inductor's segment tree would raise, the reuse is allowed.)
   bool Allows(size_t free_step, size_t allocate_step, Bytes size) {
-    const size_t from = kernels_before_[free_step];
-    const size_t to = kernels_before_[allocate_step];
+    const size_t from = position_[free_step];
+    const size_t to = position_[allocate_step];
     return from >= to || size + tree_.Max(from, to) <= peak_;
   }
 
   // update_peak_between: the storage is held between them.
   void Hold(size_t free_step, size_t allocate_step, Bytes size) {
-    tree_.Add(kernels_before_[free_step], kernels_before_[allocate_step],
-              size);
+    tree_.Add(position_[free_step], position_[allocate_step], size);
   }
 
  private:
-  // Fills kernels_before (per step, the kernels before it) and peak; returns
-  // the bytes held per kernel.
-  static std::vector<Bytes> HeldPerKernel(const Problem& problem,
-                                          const Program& program,
-                                          std::vector<size_t>& kernels_before,
-                                          Bytes& peak) {
+  // Fills position_ (for a FREE, the first position after it; for an
+  // ALLOCATE, its own) and peak_; returns the bytes per position.
+  std::vector<Bytes> BytesPerPosition(const Problem& problem,
+                                      const Program& program) {
     const std::vector<Step>& steps = program.steps;
-    for (size_t s = 0; s < steps.size(); ++s) {
-      kernels_before[s + 1] =
-          kernels_before[s] + (steps[s].kind == StepKind::kKernel ? 1 : 0);
+    if (program.scheduler_node_bytes != nullptr) {
+      for (size_t s = 0; s < steps.size(); ++s) {
+        const int64_t node = steps[s].scheduler_node;
+        if (node < 0) continue;
+        position_[s] = static_cast<size_t>(node) +
+                       (steps[s].kind == StepKind::kFree ? 1 : 0);
+      }
+      const std::vector<Bytes>& bytes = *program.scheduler_node_bytes;
+      peak_ = std::max<Bytes>(0, *std::max_element(bytes.begin(), bytes.end()));
+      return bytes;
     }
-    const size_t kernels = kernels_before[steps.size()];
+    size_t kernels = 0;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      position_[s] = kernels;
+      if (steps[s].kind == StepKind::kKernel) ++kernels;
+    }
     std::vector<Bytes> delta(kernels + 1, 0);
     for (size_t g = 0; g < problem.buffers.size(); ++g) {
       const size_t last = program.last_step[g];
-      const size_t from = kernels_before[program.allocate_step[g]];
+      const size_t from = position_[program.allocate_step[g]];
       const size_t to =
-          FreedBy(problem, program, last) ? kernels_before[last] : kernels;
+          FreedBy(problem, program, last) ? position_[last] : kernels;
       if (from >= to) continue;
       delta[from] += problem.buffers[g].size;
       delta[to] -= problem.buffers[g].size;
     }
     std::vector<Bytes> held(kernels, 0);
     Bytes running = 0;
-    peak = 0;
     for (size_t k = 0; k < kernels; ++k) {
       running += delta[k];
       held[k] = running;
-      peak = std::max(peak, running);
+      peak_ = std::max(peak_, running);
     }
     return held;
   }
 
-  std::vector<size_t> kernels_before_;  // per step, and one past the last
+  std::vector<size_t> position_;  // per step
   Bytes peak_ = 0;
   RangeMaxTree tree_;
 };

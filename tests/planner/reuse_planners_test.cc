@@ -305,6 +305,46 @@ TEST(ReusePlannerTest, AReuseBetweenTheSameKernelsIsAlwaysAllowed) {
               ElementsAre(ReuseDecision{4, 2, "c", "a"}));
 }
 
+WrapperLine AtNode(WrapperLine line, int64_t node) {
+  line.scheduler_node = node;
+  return line;
+}
+
+//   0 ALLOCATE a @0 | 2 FREE a @0 | 4 ALLOCATE b @1 | 6 FREE b @1 | |
+//   9 ALLOCATE c @3 | 11 FREE c @3 |                  (@: scheduler node)
+// With Inductor's per-node bytes [256, 256, 1000, 256, 0] (peak 1000): b
+// and a belong to adjacent nodes, so b takes a's storage although a line
+// of another kind sits between them; c taking b's would hold 256 bytes
+// over node 2, which already has the peak: refused. Estimated from the
+// lines alone (nothing is held between b's FREE and c), c takes it.
+TEST(ReusePlannerTest, InductorsPeakEstimateDecidesWhenGiven) {
+  WrapperProgram program = Program(
+      {AtNode(Allocate("a", 256), 0), Kernel(), AtNode(Free("a"), 0), Kernel(),
+       AtNode(Allocate("b", 256), 1), Kernel(), AtNode(Free("b"), 1), Kernel(),
+       Kernel(), AtNode(Allocate("c", 256), 3), Kernel(), AtNode(Free("c"), 3),
+       Kernel()});
+  const Planned estimated = PlanReuse(program);
+  ASSERT_TRUE(estimated.plan.ok()) << estimated.plan.status();
+  EXPECT_THAT(estimated.decisions().reuse,
+              ElementsAre(ReuseDecision{4, 2, "b", "a"},
+                          ReuseDecision{9, 6, "c", "b"}));
+
+  program.scheduler_node_bytes = {256, 256, 1000, 256, 0};
+  const Planned exact = PlanReuse(program);
+  ASSERT_TRUE(exact.plan.ok()) << exact.plan.status();
+  EXPECT_THAT(exact.decisions().reuse,
+              ElementsAre(ReuseDecision{4, 2, "b", "a"}));
+
+  program.lines[9].scheduler_node = -1;
+  const Planned missing = PlanReuse(program);
+  EXPECT_EQ(missing.plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(missing.plan.status().message(),
+              HasSubstr("events[9].scheduler_node: is missing"));
+  program.lines[9].scheduler_node = 5;
+  EXPECT_THAT(PlanReuse(program).plan.status().message(),
+              HasSubstr("events[9].scheduler_node: 5 is not below"));
+}
+
 // Memory-planning lines after the last kernel are dropped unless they name
 // an output (memory_plan_reuse pops them).
 TEST(ReusePlannerTest, TrailingLinesArePoppedUnlessTheyNameAnOutput) {
