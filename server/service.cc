@@ -418,7 +418,7 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
   if (absl::Status status = call.Check(); !status.ok()) return status;
 
   const absl::Time start = absl::Now();
-  PlanContext context = call;
+  PlanContext context = WithWrapperLines(resolved, call);
   // The budget counts from now; a caller's earlier search deadline stands.
   context.search_deadline =
       std::min(call.search_deadline, start + resolved.time_budget);
