@@ -207,6 +207,7 @@ class NncPlanner : public Planner {
   absl::string_view name() const override { return "nnc"; }
 
   // Returns the plan of NNC's AllocBufsWithMemReuse over the buffer groups
+  // (O(n log n) plus, as in NNC, a scan of the free list per buffer)
   // (live ranges half-open: a buffer ending at t frees its memory for one
   // starting at t), ties in start broken by external buffers first, then
   // group order; memory of another device never fits. Plan::decisions holds

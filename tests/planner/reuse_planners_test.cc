@@ -543,6 +543,27 @@ TEST(ReusePlannerTest, StoragesAreLaidOutPerPoolMode) {
   }
 }
 
+// A buffer's own alignment is honoured where storages lie back to back.
+TEST(ReusePlannerTest, StoragesKeepTheirBuffersAlignments) {
+  std::vector<Buffer> buffers = {MakeBuffer("a", 100, 0, 4),
+                                 MakeBuffer("b", 64, 0, 4),
+                                 MakeBuffer("c", 64, 4, 6)};
+  buffers[1].alignment = 1024;
+  for (const PoolMode mode : {PoolMode::kNone, PoolMode::kCombined}) {
+    const Problem problem = BuffersProblem(buffers, mode);
+    for (const Planner* planner :
+         std::vector<const Planner*>{new ReusePlanner(), new NncPlanner()}) {
+      const Plan plan = PlanBuffers(*planner, problem);
+      ASSERT_EQ(plan.assignments.size(), 3u);
+      EXPECT_EQ(plan.assignments[1].offset % 1024, 0) << mode;
+      if (mode == PoolMode::kCombined) {
+        EXPECT_EQ(plan.assignments[1].offset, 1024) << planner->name();
+      }
+      delete planner;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // nnc
 
