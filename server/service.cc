@@ -79,8 +79,10 @@ bool ParseBytes(const grpc::ByteBuffer& bytes,
 }
 
 // Returns the bytes of `response` (a serialized response, `cache` unset)
-// with `cache` = `status` appended: field 5 is the message's last, so this
-// is exactly how the whole message serializes. Shares `response`.
+// with `cache` = `status` appended: a valid serialization of the whole
+// message (parsers take fields in any order), the canonical one unless a
+// field numbered above 5 (the decision lists of strategies reuse and nnc)
+// is set. Shares `response`.
 grpc::ByteBuffer ResponseBytes(std::shared_ptr<const std::string> response,
                                v1::CacheStatus status) {
   static constexpr char kCacheField[4][2] = {
