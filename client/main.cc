@@ -78,8 +78,8 @@
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "memplan-server address, HOST:PORT");
 ABSL_FLAG(std::string, strategy, "",
-          "inductor, best_fit, optimal or auto; empty: the server's default "
-          "(auto)");
+          "inductor, best_fit, optimal, auto, reuse or nnc; empty: the "
+          "server's default (auto)");
 ABSL_FLAG(std::string, pool_mode, "",
           "none, intermediates, outputs or combined; empty: the file's "
           "source.memory_pool for corpus files, else the server's default "
@@ -144,7 +144,7 @@ constexpr char kUsage[] =
     "the command-line client of memplan-server.\n"
     "\n"
     "  memplan plan [--server=HOST:PORT] "
-    "[--strategy=inductor|best_fit|optimal|auto]\n"
+    "[--strategy=inductor|best_fit|optimal|auto|reuse|nnc]\n"
     "               [--pool_mode=NAME] [--alignment=BYTES] "
     "[--capacity=BYTES]\n"
     "               [--time_budget=DURATION] [--output=json|table] "

@@ -12,6 +12,9 @@
 
 namespace memplan {
 
+struct PoolLines;       // core/wrapper_lines.h
+struct WrapperProgram;  // core/wrapper_lines.h
+
 // What bounds one planning run: the caller's deadline and cancellation.
 struct PlanContext {
   // The planner stops with DEADLINE_EXCEEDED once this time has passed.
@@ -28,6 +31,13 @@ struct PlanContext {
   int64_t* work_left = nullptr;
   // When set and true, the planner stops with CANCELLED. Not owned.
   const std::atomic<bool>* cancelled = nullptr;
+  // The wrapper lines the problem's buffers were grouped from, when the
+  // request gave events or nodes: problem.buffers are
+  // wrapper_lines->buffers, GroupWrapperLines(*wrapper_program)'s groups.
+  // Strategies "reuse" and "nnc" follow the lines' order; the others ignore
+  // them. Null: the buffers came as they are. Not owned.
+  const WrapperProgram* wrapper_program = nullptr;
+  const PoolLines* wrapper_lines = nullptr;
 
   // Returns OK, DEADLINE_EXCEEDED or CANCELLED.
   absl::Status Check() const;

@@ -1,6 +1,7 @@
 #include "core/planners.h"
 
 #include "core/inductor_planner.h"
+#include "core/reuse_planners.h"
 #include "core/search_planners.h"
 
 namespace memplan {
@@ -11,6 +12,8 @@ const std::vector<const Planner*>& AllPlanners() {
       new BestFitPlanner(),
       new OptimalPlanner(),
       new AutoPlanner(),
+      new ReusePlanner(),
+      new NncPlanner(),
   };
   return *kPlanners;
 }

@@ -215,6 +215,45 @@ absl::Status SetSymbolicPlan(const ExprArena& arena,
   return absl::OkStatus();
 }
 
+// A storage of a pool that strategies reuse and nnc lay out: the buffers
+// that share one offset, its bytes the largest of theirs.
+struct Storage {
+  Bytes hint_offset = 0;
+  Bytes hint_size = 0;
+  std::vector<int32_t> buffers;
+};
+
+// Returns `members` (one pool's buffers) as storages by offset when each
+// buffer starts at its storage's offset, no storage overlaps the next in
+// bytes and no buffer is pinned: then stacking storages one on the next
+// keeps the plan valid at every symbol value, whatever the live ranges.
+// Empty otherwise.
+std::vector<Storage> DisjointStorages(const Problem& problem, const Plan& plan,
+                                      const std::vector<int32_t>& members) {
+  std::vector<Storage> storages;
+  std::vector<int32_t> by_offset = members;
+  std::sort(by_offset.begin(), by_offset.end(), [&](int32_t a, int32_t b) {
+    return plan.assignments[a].offset != plan.assignments[b].offset
+               ? plan.assignments[a].offset < plan.assignments[b].offset
+               : a < b;
+  });
+  for (int32_t b : by_offset) {
+    if (problem.buffers[b].fixed_offset >= 0) return {};
+    const Bytes offset = plan.assignments[b].offset;
+    if (storages.empty() || storages.back().hint_offset != offset) {
+      if (!storages.empty() &&
+          storages.back().hint_offset + storages.back().hint_size > offset) {
+        return {};
+      }
+      storages.push_back(Storage{offset, 0, {}});
+    }
+    storages.back().hint_size =
+        std::max(storages.back().hint_size, problem.buffers[b].size);
+    storages.back().buffers.push_back(b);
+  }
+  return storages;
+}
+
 absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan) {
   if (!MayHaveSymbols(problem) || !plan.symbolic_offsets.empty()) {
     return absl::OkStatus();
@@ -246,7 +285,42 @@ absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan) {
   };
   std::vector<ExprId> offsets(n, -1);
   std::vector<ExprId> pool_sizes(plan.pools.size(), -1);
+  // Strategies reuse and nnc give each buffer a storage of its own or one
+  // it takes over, storages back to back: a storage's bytes are the Max of
+  // its buffers' (equal under reuse's key), each storage starts where the
+  // one below ends (aligned, keeping the plan's gap), as the compilers
+  // allocate them; stacking buffer by buffer would nest a Max per storage.
+  const bool stacks_storages = plan.planner == "reuse" || plan.planner == "nnc";
   for (size_t p = 0; p < plan.pools.size(); ++p) {
+    if (stacks_storages) {
+      const std::vector<Storage> storages =
+          DisjointStorages(problem, plan, members[p]);
+      if (!storages.empty()) {
+        ExprId end = -1;
+        Bytes hint_end_below = 0;
+        for (const Storage& storage : storages) {
+          int64_t alignment = 1;
+          std::vector<ExprId> member_sizes;
+          for (int32_t b : storage.buffers) {
+            alignment = std::max(alignment, problem.AlignmentOf(b));
+            member_sizes.push_back(sizes[b]);
+          }
+          const ExprId offset =
+              end < 0 ? arena.Integer(storage.hint_offset)
+                      : arena.Align(
+                            arena.Add(end, arena.Integer(storage.hint_offset -
+                                                         hint_end_below)),
+                            alignment);
+          for (int32_t b : storage.buffers) offsets[b] = offset;
+          end = arena.Add(offset, arena.Max(member_sizes));
+          hint_end_below = storage.hint_offset + storage.hint_size;
+        }
+        pool_sizes[p] = arena.Add(
+            end, arena.Integer(std::max<Bytes>(
+                     0, plan.pools[p].size - hint_end_below)));
+        continue;
+      }
+    }
     Skyline skyline;
     std::vector<int32_t> never_stacked;  // empty live ranges
     for (int32_t b : BottomFirst(problem, plan, members[p])) {

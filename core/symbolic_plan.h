@@ -4,7 +4,7 @@
 // time. Plans are made from the size hints; these expressions keep them
 // valid for every symbol value.
 //
-// Two rules, by how the plan was made:
+// Three rules, by how the plan was made:
 //
 //   Strategy inductor (and pool mode none, which every strategy plans with
 //   Inductor's algorithm): exactly as torch 2.11's memory_planning.py, from
@@ -34,6 +34,13 @@
 //   induction along the order). At the size hints the expressions give the
 //   plan's own offsets and pool sizes (unless a zero-byte buffer lies
 //   inside another, where the gap would be negative).
+//
+//   Plans of strategies reuse and nnc (core/reuse_planners.h), whose pools
+//   hold storages back to back, each taken by buffers at one offset: a
+//   storage's size is the Max of its buffers' sizes (equal under reuse's
+//   key) and each starts at align(the end of the one below + the hint
+//   plan's gap), whatever the live ranges, as the compilers allocate them
+//   (stacking buffer by buffer would nest one Max per storage below).
 //
 // A buffer pinned at a fixed_offset stays there only when what lies below
 // it cannot grow (INVALID_ARGUMENT otherwise). The capacity and the stats

@@ -17,6 +17,7 @@
 #define MEMPLAN_CORE_TYPES_H_
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -170,6 +171,8 @@ struct Assignment {
 // Prints "pool#index@offset".
 std::ostream& operator<<(std::ostream& os, const Assignment& assignment);
 
+struct ReferenceDecisions;  // core/reuse_planners.h
+
 // A plan: pools, and one assignment per buffer, parallel to
 // Problem::buffers.
 struct Plan {
@@ -182,6 +185,9 @@ struct Plan {
   // e.g. "inductor" or "best_fit(size)", and whether it is proven minimal.
   std::string planner;
   bool proven_optimal = false;
+  // Strategies "reuse" and "nnc" (core/reuse_planners.h): the decisions of
+  // the compiler pass they restate (not compared by ==); null otherwise.
+  std::shared_ptr<const ReferenceDecisions> decisions;
 
   friend bool operator==(const Plan& a, const Plan& b) {
     return a.pools == b.pools && a.assignments == b.assignments &&

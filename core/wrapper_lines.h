@@ -61,6 +61,16 @@ struct WrapperLine {
   std::string name;
   std::string reused_as;      // kReuse: the new buffer's name
   AllocationInfo allocation;  // kAllocate: the buffer
+  // kFreeIfNotReused of a buffer that no ALLOCATE line names (e.g. an extern
+  // kernel's output, which the kernel call allocates): `allocation`
+  // describes it, so that strategies "reuse" and "nnc"
+  // (core/reuse_planners.h) may reuse its storage as Inductor does. Ignored
+  // by GroupWrapperLines and for every other line.
+  bool has_allocation = false;
+  // kAllocate, kFreeIfNotReused: the index of the scheduler node Inductor
+  // wrote the line for (the line's scheduler_node_index), for strategy
+  // "reuse"'s peak check; -1: unknown.
+  int64_t scheduler_node = -1;
 };
 
 // A graph's wrapper lines with what Inductor's V.graph tells its planner.
@@ -68,6 +78,12 @@ struct WrapperProgram {
   std::vector<WrapperLine> lines;
   std::vector<std::string> output_names;     // V.graph.get_output_names()
   std::vector<std::string> removed_buffers;  // V.graph.removed_buffers
+  // Inductor's estimate of the bytes in use at each scheduler node (the
+  // second result of torch/_inductor/memory.py estimate_peak_memory, which
+  // EfficientPeakEstimate keeps; one entry per node plus one), for strategy
+  // "reuse"'s peak check; empty: unknown, strategy "reuse" estimates from
+  // the lines instead (core/reuse_planners.h).
+  std::vector<Bytes> scheduler_node_bytes;
 };
 
 // The buffer groups of a WrapperProgram and which lines touch them.

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/problem.h"
+#include "core/reuse_planners.h"
 #include "core/stats.h"
 #include "core/symbolic_plan.h"
 #include "core/wrapper_lines.h"
@@ -91,11 +92,32 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
     line.name = event.name();
     line.reused_as = event.reused_as();
     line.allocation = AllocationFromWire(event);
+    line.has_allocation = line.kind == WrapperLineKind::kFreeIfNotReused &&
+                          event.has_size_bytes();
+    if (event.has_scheduler_node()) {
+      if (event.scheduler_node() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(EventLabel(request, i), ": scheduler_node must be >= 0, got ",
+                         event.scheduler_node()));
+      }
+      line.scheduler_node = event.scheduler_node();
+    }
   }
   program.output_names.assign(request.output_names().begin(),
                               request.output_names().end());
   program.removed_buffers.assign(request.removed_buffers().begin(),
                                  request.removed_buffers().end());
+  constexpr int64_t kMaxNodeBytes = int64_t{1} << 60;
+  for (int i = 0; i < request.scheduler_node_bytes_size(); ++i) {
+    const int64_t bytes = request.scheduler_node_bytes(i);
+    if (bytes < -kMaxNodeBytes || bytes > kMaxNodeBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scheduler_node_bytes[", i, "]: must be in [-2^60, 2^60], got ",
+          bytes));
+    }
+  }
+  program.scheduler_node_bytes.assign(request.scheduler_node_bytes().begin(),
+                                      request.scheduler_node_bytes().end());
   return program;
 }
 
@@ -134,6 +156,56 @@ absl::StatusOr<std::vector<ScheduledNode>> NodesFromRequest(
   return nodes;
 }
 
+v1::NncPlacement NncPlacementToProto(NncPlacement placement) {
+  switch (placement) {
+    case NncPlacement::kReused:
+      return v1::NNC_PLACEMENT_REUSED;
+    case NncPlacement::kNoFit:
+      return v1::NNC_PLACEMENT_NO_FIT;
+    case NncPlacement::kDynamicSize:
+      return v1::NNC_PLACEMENT_DYNAMIC_SIZE;
+    case NncPlacement::kExternal:
+      return v1::NNC_PLACEMENT_EXTERNAL;
+    case NncPlacement::kOutput:
+      return v1::NNC_PLACEMENT_OUTPUT;
+  }
+  return v1::NNC_PLACEMENT_UNSPECIFIED;  // unreachable: the switch is exhaustive
+}
+
+// Adds the decision lists of strategies reuse and nnc to `response`; line
+// indices become event indices only when `events` (the lines are the
+// request's events).
+void AddDecisions(const ReferenceDecisions& decisions, bool events,
+                  v1::PlanMemoryResponse& response) {
+  for (const ReuseDecision& decision : decisions.reuse) {
+    v1::ReuseDecision* wire = response.add_reuse_decisions();
+    wire->set_buffer(decision.buffer);
+    wire->set_reused(decision.reused);
+    if (events && decision.allocation_line >= 0) {
+      wire->set_allocation_event(decision.allocation_line);
+    }
+    if (events && decision.free_line >= 0) {
+      wire->set_free_event(decision.free_line);
+    }
+  }
+  if (decisions.stack_allocation.has_value()) {
+    const StackAllocationDecision& stack = *decisions.stack_allocation;
+    v1::StackAllocation* wire = response.mutable_stack_allocation();
+    wire->set_allowed(stack.allowed);
+    wire->set_total_static_elements(stack.total_static_elements);
+    wire->set_total_static_bytes(stack.total_static_bytes);
+    wire->set_limit_elements(stack.limit_elements);
+    for (const std::string& name : stack.buffers) wire->add_buffers(name);
+  }
+  for (const NncDecision& decision : decisions.nnc) {
+    v1::NncDecision* wire = response.add_nnc_decisions();
+    wire->set_buffer(decision.buffer);
+    wire->set_placement(NncPlacementToProto(decision.placement));
+    wire->set_memory_of(decision.memory_of);
+    if (events && decision.line >= 0) wire->set_event(decision.line);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> StrategyName(v1::Strategy strategy) {
@@ -148,6 +220,10 @@ absl::StatusOr<std::string> StrategyName(v1::Strategy strategy) {
       return std::string("optimal");
     case v1::STRATEGY_AUTO:
       return std::string("auto");
+    case v1::STRATEGY_REUSE:
+      return std::string("reuse");
+    case v1::STRATEGY_NNC:
+      return std::string("nnc");
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("options.strategy: unknown value ",
@@ -217,7 +293,8 @@ v1::PoolMode PoolModeToProto(PoolMode mode) {
 }
 
 absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
-                                         PoolLines* lines) {
+                                         PoolLines* lines,
+                                         WrapperProgram* program_out) {
   const v1::PlanOptions& options = request.options();
   if (absl::StatusOr<std::string> strategy = StrategyName(options.strategy());
       !strategy.ok()) {
@@ -251,6 +328,9 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
     absl::StatusOr<WrapperProgram> program;
     if (request.events_size() > 0) {
       program = EventsToProgram(request);
+    } else if (!request.scheduler_node_bytes().empty()) {
+      return absl::InvalidArgumentError(
+          "scheduler_node_bytes: given with nodes (only events have them)");
     } else {
       if (!request.removed_buffers().empty()) {
         return absl::InvalidArgumentError(
@@ -277,15 +357,15 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
       return WithFieldViolations(absl::InvalidArgumentError(message),
                                  {FieldViolation{form, message}});
     }
-    if (lines != nullptr && request.events_size() > 0) {
-      *lines = *std::move(pool_lines);
-    }
+    if (lines != nullptr) *lines = *std::move(pool_lines);
+    if (program_out != nullptr) *program_out = *std::move(program);
     return problem;
   }
-  if (!request.output_names().empty() || !request.removed_buffers().empty()) {
+  if (!request.output_names().empty() || !request.removed_buffers().empty() ||
+      !request.scheduler_node_bytes().empty()) {
     return absl::InvalidArgumentError(
-        "output_names, removed_buffers: given without events or nodes "
-        "(buffers say is_output themselves)");
+        "output_names, removed_buffers, scheduler_node_bytes: given without "
+        "events or nodes (buffers say is_output themselves)");
   }
   problem.buffers.reserve(request.buffers_size());
   for (int i = 0; i < request.buffers_size(); ++i) {
@@ -326,7 +406,8 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
 absl::StatusOr<ResolvedRequest> ResolveRequest(
     const v1::PlanMemoryRequest& request) {
   ResolvedRequest resolved;
-  absl::StatusOr<Problem> problem = RequestToProblem(request, &resolved.lines);
+  absl::StatusOr<Problem> problem =
+      RequestToProblem(request, &resolved.lines, &resolved.program);
   if (!problem.ok()) return problem.status();
   absl::StatusOr<std::string> strategy =
       StrategyName(request.options().strategy());
@@ -338,6 +419,15 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
   resolved.time_budget = *budget;
   resolved.events = request.events_size() > 0;
   return resolved;
+}
+
+PlanContext WithWrapperLines(const ResolvedRequest& resolved,
+                             PlanContext context) {
+  if (!resolved.program.lines.empty()) {
+    context.wrapper_program = &resolved.program;
+    context.wrapper_lines = &resolved.lines;
+  }
+  return context;
 }
 
 v1::PlanMemoryRequest ProblemToRequest(const Problem& problem,
@@ -420,6 +510,9 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
         wire->set_last_free_event(usage[p].last_free_line);
       }
     }
+  }
+  if (plan.decisions != nullptr) {
+    AddDecisions(*plan.decisions, info.lines != nullptr, response);
   }
   v1::PlanStats* stats = response.mutable_stats();
   stats->set_lower_bound_bytes(LowerBound(problem));

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/planner.h"
 #include "core/types.h"
 #include "core/wrapper_lines.h"
 #include "memplan/v1/memory_planner.pb.h"
@@ -52,20 +53,24 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 //     does not parse (the message gives the 0-based position in it and what
 //     was expected) or is a constant other than size_bytes.
 // A request with events (instead of buffers) gets the buffer groups core
-// GroupWrapperLines derives from them (core/wrapper_lines.h), and `*lines`
-// (when not null) their mapping to events; then INVALID_ARGUMENT also names
+// GroupWrapperLines derives from them (core/wrapper_lines.h), `*lines`
+// (when not null) their mapping to events and `*program` (when not null)
+// the events as wrapper lines (a FREE_IF_NOT_REUSED with size_bytes has
+// has_allocation); then INVALID_ARGUMENT also names
 // an event (`events[i] ("name")`) with an undefined kind, an ALLOCATE
-// without size_bytes or with a malformed symbolic_size, or what
-// GroupWrapperLines rejects, and a request that
-// gives more than one of buffers, events and nodes, or output_names /
-// removed_buffers without events (output_names: or nodes). A request with
-// nodes gets the groups of WrapperLinesFromNodes's lines (`*lines` is not
-// set: the lines are the service's own); INVALID_ARGUMENT also names a
-// write (`nodes[i].writes[j]`) without size_bytes, with a malformed
-// symbolic_size, with an empty or repeated name, or an in_place_of the
-// node does not read.
+// without size_bytes or with a malformed symbolic_size, a negative
+// scheduler_node, a scheduler_node_bytes entry outside [-2^60, 2^60], or
+// what GroupWrapperLines rejects, and a request that gives more than one of
+// buffers, events and nodes, or output_names / removed_buffers /
+// scheduler_node_bytes without events (output_names: or nodes). A request
+// with nodes gets the groups of WrapperLinesFromNodes's lines (`*lines` and
+// `*program` are those lines, the service's own, not the caller's);
+// INVALID_ARGUMENT also names a write (`nodes[i].writes[j]`) without
+// size_bytes, with a malformed symbolic_size, with an empty or repeated
+// name, or an in_place_of the node does not read.
 absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
-                                         PoolLines* lines = nullptr);
+                                         PoolLines* lines = nullptr,
+                                         WrapperProgram* program = nullptr);
 
 // A request resolved for planning: the problem, the strategy's planner name
 // and the search's time budget (defaults filled in).
@@ -74,8 +79,19 @@ struct ResolvedRequest {
   std::string strategy;        // e.g. "auto"; never empty
   absl::Duration time_budget;  // options.time_budget, or kDefaultTimeBudget
   bool events = false;         // the request gave events
-  PoolLines lines;             // with events: their groups (RequestToProblem)
+  // With events or nodes: the wrapper lines and their groups
+  // (RequestToProblem); for nodes the service's own lines. Empty for
+  // buffers.
+  PoolLines lines;
+  WrapperProgram program;
 };
+
+// Returns `context` with the wrapper lines of `resolved` attached
+// (PlanContext::wrapper_program and wrapper_lines, for strategies "reuse"
+// and "nnc") when the request gave events or nodes; `resolved` must
+// outlive the planning run.
+PlanContext WithWrapperLines(const ResolvedRequest& resolved,
+                             PlanContext context);
 
 // Returns RequestToProblem(request) with StrategyName and TimeBudget of its
 // options, or the first of their INVALID_ARGUMENT errors.
@@ -84,8 +100,8 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
 
 // Returns the planner name (core/planners.h FindPlanner) for `strategy`:
 // kDefaultStrategy ("auto") for STRATEGY_UNSPECIFIED, else "inductor",
-// "best_fit", "optimal" or "auto". Returns INVALID_ARGUMENT for a number the
-// enum does not define.
+// "best_fit", "optimal", "auto", "reuse" or "nnc". Returns INVALID_ARGUMENT
+// for a number the enum does not define.
 absl::StatusOr<std::string> StrategyName(v1::Strategy strategy);
 
 // Returns how long a search strategy may run for a request with `options`:
@@ -134,7 +150,9 @@ struct ResponseInfo {
 // ModeLowerBound, retained_bytes = RetainedBytes, all in bytes summed over
 // devices; planner = plan.planner, or info.planner when that is empty;
 // proven_optimal = plan.proven_optimal; planning_micros =
-// info.planning_time in whole microseconds).
+// info.planning_time in whole microseconds), and plan.decisions (strategies
+// reuse and nnc) as reuse_decisions, stack_allocation and nnc_decisions,
+// their event indices set only with info.lines (a request with events).
 // Returns INTERNAL when `plan` does not fit `problem` (assignment count, a
 // pool index out of range): a planner bug.
 absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(

@@ -3,6 +3,8 @@
 #include <xxhash.h>
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "core/symbolic_plan.h"
@@ -45,10 +47,57 @@ bool IsDynamic(const Problem& problem) {
   return false;
 }
 
+// Whether plans of `strategy` depend on names, dtypes, symbolic sizes and
+// every wrapper line (core/reuse_planners.h).
+bool FollowsLabels(absl::string_view strategy) {
+  return strategy == "reuse" || strategy == "nnc";
+}
+
+// Appends the section of strategies "reuse" and "nnc" (proto/graph_hash.h).
+void EncodeLabels(const Problem& problem, const WrapperProgram* program,
+                  Encoder& encoder) {
+  for (const Buffer& buffer : problem.buffers) {
+    encoder.U64(buffer.names.size());
+    for (const std::string& name : buffer.names) encoder.String(name);
+    encoder.String(buffer.dtype);
+    encoder.String(buffer.symbolic_size);
+  }
+  const size_t num_lines = program == nullptr ? 0 : program->lines.size();
+  encoder.U64(num_lines);
+  for (size_t i = 0; i < num_lines; ++i) {
+    const WrapperLine& line = program->lines[i];
+    encoder.U8(static_cast<uint8_t>(line.kind));
+    encoder.String(line.name);
+    encoder.String(line.reused_as);
+    encoder.I64(line.allocation.size);
+    encoder.String(line.allocation.symbolic_size);
+    encoder.String(line.allocation.device);
+    encoder.String(line.allocation.dtype);
+    encoder.U8(line.allocation.size_is_data_dependent ? 1 : 0);
+    encoder.U8(line.has_allocation ? 1 : 0);
+    encoder.I64(line.scheduler_node);
+  }
+  const auto strings = [&encoder](const std::vector<std::string>& values) {
+    encoder.U64(values.size());
+    for (const std::string& value : values) encoder.String(value);
+  };
+  strings(program == nullptr ? std::vector<std::string>()
+                             : program->output_names);
+  strings(program == nullptr ? std::vector<std::string>()
+                             : program->removed_buffers);
+  const size_t num_nodes =
+      program == nullptr ? 0 : program->scheduler_node_bytes.size();
+  encoder.U64(num_nodes);
+  for (size_t i = 0; i < num_nodes; ++i) {
+    encoder.I64(program->scheduler_node_bytes[i]);
+  }
+}
+
 }  // namespace
 
 std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
-                           absl::Duration time_budget, const PoolLines* lines) {
+                           absl::Duration time_budget, const PoolLines* lines,
+                           const WrapperProgram* program) {
   const bool dynamic = IsDynamic(problem);
   Encoder encoder;
   encoder.U32(dynamic ? kDynamicGraphHashFormatVersion
@@ -83,13 +132,15 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
       encoder.String(buffer.symbolic_size);
     }
   }
+  if (FollowsLabels(strategy)) EncodeLabels(problem, program, encoder);
   return encoder.Take();
 }
 
 std::string GraphHash(const Problem& problem, absl::string_view strategy,
-                      absl::Duration time_budget, const PoolLines* lines) {
+                      absl::Duration time_budget, const PoolLines* lines,
+                      const WrapperProgram* program) {
   const std::string input =
-      GraphHashInput(problem, strategy, time_budget, lines);
+      GraphHashInput(problem, strategy, time_budget, lines, program);
   XXH128_canonical_t canonical;
   XXH128_canonicalFromHash(&canonical, XXH3_128bits(input.data(), input.size()));
   return absl::BytesToHexString(absl::string_view(
@@ -105,7 +156,8 @@ absl::StatusOr<std::string> RequestGraphHash(
 
 std::string GraphHash(const ResolvedRequest& resolved) {
   return GraphHash(resolved.problem, resolved.strategy, resolved.time_budget,
-                   resolved.events ? &resolved.lines : nullptr);
+                   resolved.events ? &resolved.lines : nullptr,
+                   resolved.program.lines.empty() ? nullptr : &resolved.program);
 }
 
 }  // namespace memplan

@@ -40,15 +40,31 @@
 //   own), per buffer, in request order:
 //     string  symbolic_size, as sent
 //
-// Names and dtypes are labels, not inputs of the plan: two requests that
-// differ only in them hash alike; so are symbolic sizes in a request that
-// is not dynamic (they are then empty or equal to size_bytes), and
-// options.include_trace (it asks for the call's trace, not another plan).
-// Any change to the encoding must bump kGraphHashFormatVersion, and any
-// change to a planner that may give another plan for the same input must
-// bump kPlannerVersion, so that old cache entries (in process and in Redis)
-// are not reused. Format 5 added the dynamic requests' section without
-// changing the encoding of the others, whose hashes stay as in format 4.
+//   for strategies "reuse" and "nnc" only, whose decisions name buffers and
+//   follow dtypes, symbolic sizes and every wrapper line:
+//     per buffer, in request order: u64 name count, each name (string);
+//       string dtype; string symbolic_size
+//     u64     wrapper line count (0 for a request with buffers); per line
+//             (the events, or for nodes the service's own lines): u8 kind
+//             (core WrapperLineKind), string name, string reused_as, i64
+//             size in bytes, string symbolic_size, string device, string
+//             dtype, u8 size_is_data_dependent, u8 has_allocation, i64
+//             scheduler_node (-1: unset)
+//     u64     output name count, each name; u64 removed buffer count, each
+//     u64     scheduler_node_bytes count, each (i64)
+//
+// For the other strategies, names and dtypes are labels, not inputs of the
+// plan: two requests that differ only in them hash alike; so are symbolic
+// sizes in a request that is not dynamic (they are then empty or equal to
+// size_bytes), and, for every strategy, options.include_trace (it asks for
+// the call's trace, not another plan). Any change to the encoding must bump
+// kGraphHashFormatVersion, and any change to a planner that may give
+// another plan for the same input must bump kPlannerVersion, so that old
+// cache entries (in process and in Redis) are not reused. Format 5 added
+// the dynamic requests' section without changing the encoding of the
+// others, whose hashes stay as in format 4. (The section for "reuse" and
+// "nnc" came with them, without a format version bump: no entry of an
+// older server has their strategy names.)
 #ifndef MEMPLAN_PROTO_GRAPH_HASH_H_
 #define MEMPLAN_PROTO_GRAPH_HASH_H_
 
@@ -81,20 +97,25 @@ inline constexpr uint32_t kPlannerVersion = 1;
 
 // Returns the canonical encoding above for `problem` planned by `strategy`
 // (a planner name, e.g. "auto") with search time `time_budget` (the
-// resolved budget, proto/convert.h TimeBudget), and for a request with
-// events, `lines` (RequestToProblem's; null otherwise). Exposed for tests.
+// resolved budget, proto/convert.h TimeBudget), for a request with events,
+// `lines` (RequestToProblem's; null otherwise), and for strategies "reuse"
+// and "nnc", `program` (the wrapper lines of a request with events or
+// nodes; null otherwise). Exposed for tests.
 std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
                            absl::Duration time_budget,
-                           const PoolLines* lines = nullptr);
+                           const PoolLines* lines = nullptr,
+                           const WrapperProgram* program = nullptr);
 
 // Returns 32 lowercase hex characters: XXH3-128 of GraphHashInput. The same
 // on every run, process and machine.
 std::string GraphHash(const Problem& problem, absl::string_view strategy,
                       absl::Duration time_budget,
-                      const PoolLines* lines = nullptr);
+                      const PoolLines* lines = nullptr,
+                      const WrapperProgram* program = nullptr);
 
 // Returns GraphHash of a resolved request: its problem, strategy, time
-// budget and, for a request with events, their lines.
+// budget, for a request with events their lines, and for a request with
+// events or nodes its wrapper lines.
 std::string GraphHash(const ResolvedRequest& resolved);
 
 // Returns the graph hash of `request` as the server computes it: GraphHash

@@ -97,10 +97,12 @@ std::string DigestHex(Digest digest) {
 }
 
 // Returns the bytes of `response` (a serialized response, `cache` and
-// `trace_json` unset: fields 1 to 4 only) followed by field 5, `cache` =
-// `status`, and, when `trace` is not empty, field 6, `trace_json` =
-// `trace`: fields in number order, which is exactly how protobuf
-// serializes the whole message. Shares `response`.
+// `trace_json` unset) followed by field 5, `cache` = `status`, and, when
+// `trace` is not empty, field 6, `trace_json` = `trace`: a valid
+// serialization of the whole message (parsers take fields in any order),
+// and the canonical one (fields in number order, as protobuf writes them)
+// unless a field numbered above 6 is set (the decision lists of strategies
+// reuse and nnc). Shares `response`.
 grpc::ByteBuffer ResponseBytes(std::shared_ptr<const std::string> response,
                                v1::CacheStatus status, std::string trace) {
   static constexpr char kCacheField[4][2] = {
@@ -725,7 +727,7 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
   PhaseRecorder::Scope plan_span =
       phases.Span(absl::StrCat("plan ", resolved.strategy));
   const absl::Time start = absl::Now();
-  PlanContext context = call;
+  PlanContext context = WithWrapperLines(resolved, call);
   // The budget counts from now; a caller's earlier search deadline stands.
   context.search_deadline =
       std::min(call.search_deadline, start + resolved.time_budget);

@@ -129,6 +129,12 @@ void ExpectPlannerOf(v1::Strategy strategy, const std::string& planner) {
     case v1::STRATEGY_OPTIMAL:
       EXPECT_EQ(planner, "optimal");
       break;
+    case v1::STRATEGY_REUSE:
+      EXPECT_EQ(planner, "reuse");
+      break;
+    case v1::STRATEGY_NNC:
+      EXPECT_EQ(planner, "nnc");
+      break;
     default:  // auto
       EXPECT_TRUE(planner == "inductor" || is_best_fit || planner == "optimal")
           << planner;
@@ -325,7 +331,11 @@ TEST_P(ServiceTest, GraphHashIgnoresNamesAndFollowsSizes) {
   renamed.mutable_buffers(0)->set_names(0, "other_name");
   renamed.mutable_buffers(1)->add_names("alias");
   renamed.mutable_buffers(2)->set_dtype("torch.int8");
-  EXPECT_EQ(ExpectPlans(renamed).graph_hash(), hash);
+  // Strategies reuse and nnc name buffers in their decisions and key reuse
+  // by dtype: their hash follows those labels (proto/graph_hash.h).
+  const bool follows_labels =
+      GetParam() == v1::STRATEGY_REUSE || GetParam() == v1::STRATEGY_NNC;
+  EXPECT_EQ(ExpectPlans(renamed).graph_hash() != hash, follows_labels);
 
   v1::PlanMemoryRequest resized = Small();
   resized.mutable_buffers(1)->set_size_bytes(201);
