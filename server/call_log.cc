@@ -100,22 +100,70 @@ std::string CallLine(const CallRecord& call, absl::Time now) {
   return line;
 }
 
+namespace {
+
+// Bytes of waiting lines that are written without waiting for the flusher.
+constexpr size_t kMaxPendingBytes = 64 << 10;
+
+}  // namespace
+
+CallLog::CallLog(LogLevel level, std::FILE* out, absl::Duration flush_interval)
+    : level_(level), flush_interval_(flush_interval), out_(out) {
+  if (level_ != LogLevel::kOff && flush_interval_ > absl::ZeroDuration()) {
+    flusher_ = std::thread([this] { FlushEvery(); });
+  }
+}
+
+CallLog::~CallLog() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  if (flusher_.joinable()) flusher_.join();
+  Flush();
+}
+
 void CallLog::LogCall(const CallRecord& call) {
-  if (level_ == LogLevel::kOff || CallLevel(call.code) < level_) return;
-  WriteLine(CallLine(call, absl::Now()));
+  const LogLevel level = CallLevel(call.code);
+  if (level_ == LogLevel::kOff || level < level_) return;
+  WriteLine(CallLine(call, absl::Now()), level != LogLevel::kInfo);
 }
 
 void CallLog::Log(LogLevel level, absl::string_view message) {
   if (level_ == LogLevel::kOff || level == LogLevel::kOff || level < level_) {
     return;
   }
-  WriteLine(absl::StrCat(Prefix(absl::Now(), level), " msg=", Value(message)));
+  WriteLine(absl::StrCat(Prefix(absl::Now(), level), " msg=", Value(message)),
+            level != LogLevel::kInfo);
 }
 
-void CallLog::WriteLine(const std::string& line) {
+void CallLog::Flush() {
   absl::MutexLock lock(&mutex_);
-  std::fputs((line + "\n").c_str(), out_);
+  WritePending();
+}
+
+void CallLog::WriteLine(absl::string_view line, bool urgent) {
+  absl::MutexLock lock(&mutex_);
+  absl::StrAppend(&pending_, line, "\n");
+  if (urgent || flush_interval_ <= absl::ZeroDuration() ||
+      pending_.size() >= kMaxPendingBytes) {
+    WritePending();
+  }
+}
+
+void CallLog::WritePending() {
+  if (pending_.empty()) return;
+  std::fwrite(pending_.data(), 1, pending_.size(), out_);
   std::fflush(out_);
+  pending_.clear();
+}
+
+void CallLog::FlushEvery() {
+  absl::MutexLock lock(&mutex_);
+  while (!stopping_) {
+    mutex_.AwaitWithTimeout(absl::Condition(&stopping_), flush_interval_);
+    WritePending();
+  }
 }
 
 }  // namespace memplan

@@ -15,6 +15,7 @@
 //                  [--metrics_listen=HOST:PORT] [--trace_dir=DIR]
 //                  [--trace_dir_max_bytes=BYTES]
 //                  [--log_level=info|warning|error|off]
+//                  [--log_flush_interval=DURATION]
 //
 // Prints "memplan-server listening on HOST:PORT" to stderr once serving
 // (the bound port, also for --listen=HOST:0), after "memplan-server metrics
@@ -115,6 +116,10 @@ ABSL_FLAG(std::string, trace_dir, "",
 ABSL_FLAG(int64_t, trace_dir_max_bytes, int64_t{1} << 30,
           "bytes the trace files in --trace_dir may total; the oldest are "
           "deleted first");
+ABSL_FLAG(absl::Duration, log_flush_interval, absl::Milliseconds(100),
+          "how long a call's info line may wait in memory to be written with "
+          "others (warnings and errors go out at once); 0: every line at "
+          "once");
 ABSL_FLAG(std::string, log_level, "info",
           "one line per call on stderr at this level and above: info (every "
           "call), warning (failed calls), error (server failures) or off");
@@ -131,7 +136,8 @@ int main(int argc, char** argv) {
       "[--max_nodes=N] [--max_planning_time=DURATION] [--max_threads=N] "
       "[--keepalive_*=...] "
       "[--metrics_listen=HOST:PORT] [--trace_dir=DIR] "
-      "[--trace_dir_max_bytes=BYTES] [--log_level=info|warning|error|off]");
+      "[--trace_dir_max_bytes=BYTES] [--log_level=info|warning|error|off] "
+      "[--log_flush_interval=DURATION]");
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   // Debian builds Abseil without NDEBUG, so absl::Mutex (gRPC's mutex too)
   // tracks lock order on every lock to detect deadlocks: a debugging aid
@@ -194,6 +200,11 @@ int main(int argc, char** argv) {
   options.trace_dir = absl::GetFlag(FLAGS_trace_dir);
   options.trace_dir_max_bytes = absl::GetFlag(FLAGS_trace_dir_max_bytes);
   options.log_level = *log_level;
+  options.log_flush_interval = absl::GetFlag(FLAGS_log_flush_interval);
+  if (options.log_flush_interval < absl::ZeroDuration()) {
+    std::fprintf(stderr, "memplan-server: --log_flush_interval must be >= 0\n");
+    return 2;
+  }
   memplan::Server server(options);
   if (absl::Status status = server.Start(); !status.ok()) {
     std::fprintf(stderr, "memplan-server: %s\n", status.ToString().c_str());

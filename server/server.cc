@@ -65,7 +65,7 @@ int DefaultWorkerThreads() {
 }
 
 Server::Server(Options options)
-    : options_(std::move(options)), log_(options_.log_level, stderr) {}
+    : options_(std::move(options)), log_(options_.log_level, stderr, options_.log_flush_interval) {}
 
 Server::~Server() { Shutdown(absl::ZeroDuration()); }
 

@@ -112,6 +112,9 @@ class Server {
     // The lowest level of the log lines written to stderr, one per call
     // (server/call_log.h); kOff writes none.
     LogLevel log_level = LogLevel::kOff;
+    // How long an info line may wait in memory before it is written
+    // (server/call_log.h); zero: every line at once.
+    absl::Duration log_flush_interval = absl::Milliseconds(100);
   };
 
   explicit Server(Options options);

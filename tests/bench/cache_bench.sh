@@ -4,7 +4,7 @@
 # load test's report, the server's CPU time per call and its peak resident
 # memory. Not a test: it prints numbers.
 #
-#   [MEMPLAN_LOG_LEVEL=info] tests/bench/cache_bench.sh [hits|cold|distinct|all] [SECONDS]
+#   [MEMPLAN_LOG_LEVEL=warning] tests/bench/cache_bench.sh [hits|cold|distinct|all] [SECONDS]
 #
 #   hits      cache hits: a 293-buffer corpus graph, 16 calls in flight,
 #             SECONDS (default 10) after 1,000 warm-up calls;
@@ -36,14 +36,13 @@ stop_server() {
 trap stop_server EXIT
 
 # start_server FLAGS...: starts memplan-server on a free port, logging at
-# $MEMPLAN_LOG_LEVEL, by default warning: failed calls only (a line per
-# call, info, costs a hit more server CPU: README "Log"); sets $server_pid
-# and $address.
+# $MEMPLAN_LOG_LEVEL, by default info, the server's default (a line per
+# call: README "Log"); sets $server_pid and $address.
 start_server() {
   local log
   log="$(mktemp)"
   "$build/server/memplan-server" --listen=127.0.0.1:0 \
-    --log_level="${MEMPLAN_LOG_LEVEL:-warning}" "$@" 2>"$log" &
+    --log_level="${MEMPLAN_LOG_LEVEL:-info}" "$@" 2>"$log" &
   server_pid=$!
   for _ in $(seq 300); do
     if grep -q "listening on" "$log"; then break; fi

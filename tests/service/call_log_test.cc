@@ -1,5 +1,6 @@
 // Tests of the call log (server/call_log.h): the line's keys and values,
-// quoting, levels by status code, and filtering by the log's level.
+// quoting, levels by status code, filtering by the log's level, and when
+// waiting lines are written.
 #include "server/call_log.h"
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "absl/time/civil_time.h"
+#include "absl/time/clock.h"
 
 namespace memplan {
 namespace {
@@ -85,6 +87,20 @@ TEST(CallLogTest, ParsesLevels) {
               HasSubstr("info, warning, error, off"));
 }
 
+// Returns what `file` holds now (from its start).
+std::string Contents(std::FILE* file) {
+  std::fflush(file);
+  std::rewind(file);
+  std::string text;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    text.append(buffer, n);
+  }
+  std::fseek(file, 0, SEEK_END);
+  return text;
+}
+
 // Returns what a CallLog at `level` writes for an OK, an INVALID_ARGUMENT
 // and an INTERNAL call and one warning message.
 std::string Written(LogLevel level) {
@@ -99,13 +115,7 @@ std::string Written(LogLevel level) {
     log.LogCall(call);
     log.Log(LogLevel::kWarning, "trace not written: disk full");
   }
-  std::rewind(file);
-  std::string text;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
-    text.append(buffer, n);
-  }
+  const std::string text = Contents(file);
   std::fclose(file);
   return text;
 }
@@ -124,6 +134,52 @@ TEST(CallLogTest, WritesLinesAtOrAboveItsLevel) {
   EXPECT_THAT(Written(LogLevel::kWarning),
               HasSubstr("level=warning msg=\"trace not written: disk full\""));
   EXPECT_THAT(Written(LogLevel::kError), HasSubstr("code=INTERNAL"));
+}
+
+TEST(CallLogTest, InfoLinesWaitUntilTheFlushInterval) {
+  std::FILE* file = std::tmpfile();
+  {
+    CallLog log(LogLevel::kInfo, file, absl::Hours(1));
+    log.LogCall(PlannedCall());
+    EXPECT_EQ(Contents(file), "");  // waiting: no write per call
+    CallRecord failed = PlannedCall();
+    failed.code = absl::StatusCode::kInvalidArgument;
+    log.LogCall(failed);  // a warning: written at once, after the info line
+    const std::string text = Contents(file);
+    ASSERT_EQ(Lines(text), 2);
+    EXPECT_LT(text.find("level=info"), text.find("level=warning"));
+    log.LogCall(PlannedCall());
+    EXPECT_EQ(Lines(Contents(file)), 2);
+    log.Flush();
+    EXPECT_EQ(Lines(Contents(file)), 3);
+    log.LogCall(PlannedCall());
+  }
+  EXPECT_EQ(Lines(Contents(file)), 4);  // the destructor writes the rest
+  std::fclose(file);
+}
+
+TEST(CallLogTest, TheFlusherWritesWaitingLines) {
+  std::FILE* file = std::tmpfile();
+  {
+    CallLog log(LogLevel::kInfo, file, absl::Milliseconds(20));
+    log.LogCall(PlannedCall());
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (Lines(Contents(file)) < 1 && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    EXPECT_EQ(Lines(Contents(file)), 1);  // with the log still open
+  }
+  std::fclose(file);
+}
+
+TEST(CallLogTest, ZeroIntervalWritesEveryLineAtOnce) {
+  std::FILE* file = std::tmpfile();
+  {
+    CallLog log(LogLevel::kInfo, file, absl::ZeroDuration());
+    log.LogCall(PlannedCall());
+    EXPECT_EQ(Lines(Contents(file)), 1);
+  }
+  std::fclose(file);
 }
 
 }  // namespace

@@ -392,7 +392,9 @@ TEST(EndToEndServerFlagsTest, TraceDirMetricsAndLogLines) {
                          {"--metrics_listen=127.0.0.1:0",
                           absl::StrCat("--trace_dir=", dir),
                           "--trace_dir_max_bytes=100000000",
-                          "--log_level=info"}),
+                          "--log_level=info",
+                          // Each line before its response goes out.
+                          "--log_flush_interval=0"}),
             absl::OkStatus());
   ASSERT_GT(server.metrics_port(), 0) << server.stderr_text();
   const std::vector<std::string> files = {
