@@ -12,6 +12,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/live_ranges.h"
 #include "core/stats.h"
 #include "core/symbolic.h"
@@ -796,12 +797,14 @@ absl::StatusOr<Plan> InductorPlanner::PlanProblem(
     if (!parsed.ok()) return parsed.status();
     if (parsed->any_symbol) symbolic = *std::move(parsed);
   }
+  const absl::Time start = absl::Now();
   absl::StatusOr<Plan> plan =
       Allocator(problem, options_, context,
                 symbolic.has_value() ? &*symbolic : nullptr)
           .Run();
   if (!plan.ok()) return plan;
   plan->planner = "inductor";
+  AddRunOverAllDevices("inductor", start, *plan);
   absl::Status capacity = CapacityStatus(problem, *plan, /*proven=*/false);
   if (!capacity.ok()) return capacity;
   return plan;

@@ -1,7 +1,13 @@
 #include "core/planner.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 
 namespace memplan {
 
@@ -20,6 +26,20 @@ absl::Status PlanContext::Check() const {
                      absl::FormatDuration(now - deadline), " ago"));
   }
   return absl::OkStatus();
+}
+
+void AddRunOverAllDevices(absl::string_view strategy, absl::Time start,
+                          Plan& plan) {
+  std::vector<absl::string_view> devices;
+  for (const Pool& pool : plan.pools) {
+    if (std::find(devices.begin(), devices.end(), pool.device) ==
+        devices.end()) {
+      devices.push_back(pool.device);
+    }
+  }
+  plan.runs.push_back(PlannerRun{std::string(strategy),
+                                 absl::StrJoin(devices, ","), start,
+                                 absl::Now()});
 }
 
 }  // namespace memplan

@@ -69,6 +69,12 @@ class Planner {
                                            const PlanContext& context) const = 0;
 };
 
+// Adds to plan.runs one run of `strategy` from `start` to now over every
+// device of the plan's pools (joined by ',', in pool order): a planner that
+// places every device in one pass.
+void AddRunOverAllDevices(absl::string_view strategy, absl::Time start,
+                          Plan& plan);
+
 }  // namespace memplan
 
 #endif  // MEMPLAN_CORE_PLANNER_H_

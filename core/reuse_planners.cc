@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/range_max_tree.h"
 #include "core/stats.h"
 #include "core/wrapper_lines.h"
@@ -837,18 +838,24 @@ absl::StatusOr<Plan> ReusePlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
   absl::Status status = CheckNoFixedOffsets(problem, name());
   if (!status.ok()) return status;
+  const absl::Time start = absl::Now();
   absl::StatusOr<Program> program = MakeProgram(problem, context);
   if (!program.ok()) return program.status();
-  return ReusePass(problem, *program).Run(context);
+  absl::StatusOr<Plan> plan = ReusePass(problem, *program).Run(context);
+  if (plan.ok()) AddRunOverAllDevices("reuse", start, *plan);
+  return plan;
 }
 
 absl::StatusOr<Plan> NncPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
   absl::Status status = CheckNoFixedOffsets(problem, name());
   if (!status.ok()) return status;
+  const absl::Time start = absl::Now();
   absl::StatusOr<Program> program = MakeProgram(problem, context);
   if (!program.ok()) return program.status();
-  return PlanNnc(problem, *program, context);
+  absl::StatusOr<Plan> plan = PlanNnc(problem, *program, context);
+  if (plan.ok()) AddRunOverAllDevices("nnc", start, *plan);
+  return plan;
 }
 
 }  // namespace memplan

@@ -30,12 +30,14 @@ struct SolvedLayouts {
   Plan plan;
 };
 
-// Places every layout with `place`, in device order. Each solve gets an
-// equal share of the time left to the context's deadline (and of its work
-// budget), counting `stages_left` solves per device.
+// Places every layout with `place`, in device order, noting each solve in
+// `runs` as a run of `strategy`. Each solve gets an equal share of the time
+// left to the context's deadline (and of its work budget), counting
+// `stages_left` solves per device.
 absl::StatusOr<std::vector<Placement>> SolveAll(
     const std::vector<DeviceLayout>& layouts, const PlaceFn& place,
-    const PlanContext& context, int stages_left) {
+    const PlanContext& context, int stages_left, absl::string_view strategy,
+    std::vector<PlannerRun>& runs) {
   std::vector<Placement> placements;
   const int solves_left_at_start =
       static_cast<int>(layouts.size()) * stages_left;
@@ -54,7 +56,10 @@ absl::StatusOr<std::vector<Placement>> SolveAll(
       *context.work_left -= work_share;
       share.work_left = &work_share;
     }
+    const absl::Time start = absl::Now();
     absl::StatusOr<Placement> placement = place(layouts[d].placement, share);
+    runs.push_back(PlannerRun{std::string(strategy), layouts[d].device, start,
+                              absl::Now()});
     if (context.work_left != nullptr) {
       *context.work_left += std::max<int64_t>(0, work_share);
     }
@@ -65,26 +70,30 @@ absl::StatusOr<std::vector<Placement>> SolveAll(
 }
 
 // Solves every layout of `problem` with `place` (outputs mode in its two
-// stages) and returns the plan with the placements used.
+// stages) and returns the plan with the placements used, its runs those of
+// `strategy`.
 absl::StatusOr<SolvedLayouts> SolveProblem(const Problem& problem,
                                            const PlaceFn& place,
-                                           const PlanContext& context) {
+                                           const PlanContext& context,
+                                           absl::string_view strategy) {
   absl::StatusOr<std::vector<DeviceLayout>> layouts = BuildLayouts(problem);
   if (!layouts.ok()) return layouts.status();
   const bool two_stages = problem.pool_mode == PoolMode::kOutputs;
+  std::vector<PlannerRun> runs;
   absl::StatusOr<std::vector<Placement>> placements =
-      SolveAll(*layouts, place, context, two_stages ? 2 : 1);
+      SolveAll(*layouts, place, context, two_stages ? 2 : 1, strategy, runs);
   if (!placements.ok()) return placements.status();
   SolvedLayouts solved;
   if (two_stages) {
     solved.layouts = OutputsStageTwo(problem, *layouts, *placements);
-    placements = SolveAll(solved.layouts, place, context, 1);
+    placements = SolveAll(solved.layouts, place, context, 1, strategy, runs);
     if (!placements.ok()) return placements.status();
   } else {
     solved.layouts = *std::move(layouts);
   }
   solved.placements = *std::move(placements);
   solved.plan = PlanFromPlacements(problem, solved.layouts, solved.placements);
+  solved.plan.runs = std::move(runs);
   return solved;
 }
 
@@ -103,7 +112,8 @@ absl::StatusOr<SolvedLayouts> SolveBestFit(
     if (placed.ok() && winner.empty()) winner = BestFitOrderName(order);
     return placed;
   };
-  absl::StatusOr<SolvedLayouts> solved = SolveProblem(problem, place, context);
+  absl::StatusOr<SolvedLayouts> solved =
+      SolveProblem(problem, place, context, "best_fit");
   if (solved.ok()) solved->plan.planner = absl::StrCat("best_fit(", winner, ")");
   return solved;
 }
@@ -212,7 +222,8 @@ absl::StatusOr<SearchOutcome> Search(const Problem& problem,
     }
     return result->placement;
   };
-  absl::StatusOr<SolvedLayouts> solved = SolveProblem(problem, place, context);
+  absl::StatusOr<SolvedLayouts> solved =
+      SolveProblem(problem, place, context, "optimal");
   if (!solved.ok()) return solved.status();
   outcome.plan = std::move(solved->plan);
   return outcome;
@@ -262,10 +273,13 @@ absl::StatusOr<Plan> OptimalPlanner::PlanProblem(
   absl::StatusOr<SearchOutcome> outcome =
       Search(problem, *seed, context.ForSearch());
   if (!outcome.ok()) return outcome.status();
+  std::vector<PlannerRun> runs = seed->plan.runs;
+  runs.insert(runs.end(), outcome->plan.runs.begin(), outcome->plan.runs.end());
   Plan plan = std::move(outcome->plan);
   if (TotalPoolBytes(seed->plan) < TotalPoolBytes(plan)) {
     plan = std::move(seed->plan);
   }
+  plan.runs = std::move(runs);
   plan.planner = "optimal";
   // Exact only where the layout is the mode itself: one pool per device.
   plan.proven_optimal =
@@ -331,7 +345,12 @@ absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
       winner = c;
     }
   }
+  std::vector<PlannerRun> runs;
+  for (const Plan& candidate : candidates) {
+    runs.insert(runs.end(), candidate.runs.begin(), candidate.runs.end());
+  }
   Plan plan = std::move(candidates[winner]);
+  plan.runs = std::move(runs);
   MarkOptimalAtBound(problem, plan);
   return WithinCapacity(problem, std::move(plan), infeasibility_proven);
 }

@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/time/time.h"
+
 namespace memplan {
 
 using Bytes = int64_t;     // a size or a byte offset in a pool
@@ -175,6 +177,18 @@ struct ReferenceDecisions;  // core/reuse_planners.h
 
 // A plan: pools, and one assignment per buffer, parallel to
 // Problem::buffers.
+// One run of a planner inside a plan, for traces: which strategy placed
+// which device's buffers, and when (wall clock, absl::Now()).
+struct PlannerRun {
+  std::string strategy;  // "inductor", "best_fit", "optimal", "reuse", "nnc"
+  // The device whose buffers it placed; several joined by ',' when one run
+  // places them all (Inductor's algorithm walks every device's pools in
+  // one pass over the buffers).
+  std::string device;
+  absl::Time start;
+  absl::Time end;
+};
+
 struct Plan {
   std::vector<Pool> pools;
   std::vector<Assignment> assignments;
@@ -188,6 +202,9 @@ struct Plan {
   // Strategies "reuse" and "nnc" (core/reuse_planners.h): the decisions of
   // the compiler pass they restate (not compared by ==); null otherwise.
   std::shared_ptr<const ReferenceDecisions> decisions;
+  // Every planner run that made or competed for this plan, in the order
+  // they ran (not compared by ==): auto's candidates' runs included.
+  std::vector<PlannerRun> runs;
 
   friend bool operator==(const Plan& a, const Plan& b) {
     return a.pools == b.pools && a.assignments == b.assignments &&

@@ -1,5 +1,10 @@
 #include "server/phases.h"
 
+#include <algorithm>
+#include <utility>
+
+#include "absl/time/clock.h"
+
 namespace memplan {
 
 void PhaseRecorder::Scope::AddArg(absl::string_view key,
@@ -21,7 +26,7 @@ void PhaseRecorder::Scope::End() {
 }
 
 PhaseRecorder::PhaseRecorder(absl::string_view root)
-    : start_(std::chrono::steady_clock::now()) {
+    : start_(std::chrono::steady_clock::now()), wall_start_(absl::Now()) {
   spans_.push_back({std::string(root), 0, 0, {}});
 }
 
@@ -29,6 +34,18 @@ PhaseRecorder::Scope PhaseRecorder::Span(absl::string_view name) {
   const int64_t now = NowNanos();
   spans_.push_back({std::string(name), now, now, {}});
   return Scope(this, spans_.size() - 1);
+}
+
+void PhaseRecorder::AddSpan(absl::string_view name, absl::Time begin,
+                            absl::Time end, std::vector<PhaseArg> args) {
+  const int64_t now = NowNanos();
+  auto place = [&](absl::Time t) {
+    return std::clamp<int64_t>(absl::ToInt64Nanoseconds(t - wall_start_), 0,
+                               now);
+  };
+  const int64_t begin_nanos = place(begin);
+  spans_.push_back({std::string(name), begin_nanos,
+                    std::max(begin_nanos, place(end)), std::move(args)});
 }
 
 void PhaseRecorder::AddRootArg(absl::string_view key, absl::string_view value) {

@@ -100,6 +100,13 @@ class PhaseRecorder {
   // Opens a span named `name` now. Every Scope must end before Finish().
   Scope Span(absl::string_view name);
 
+  // Adds an ended span named `name` over [begin, end) (wall clock,
+  // absl::Now(): e.g. a planner run the core timed, core/types.h
+  // PlannerRun), placed on the recorder's clock by the wall time it started
+  // at and kept within [0, now]; details `args`.
+  void AddSpan(absl::string_view name, absl::Time begin, absl::Time end,
+               std::vector<PhaseArg> args);
+
   // Adds a detail to the root span.
   void AddRootArg(absl::string_view key, absl::string_view value);
 
@@ -121,6 +128,7 @@ class PhaseRecorder {
   void EndSpan(size_t index);
 
   const std::chrono::steady_clock::time_point start_;
+  const absl::Time wall_start_;  // absl::Now() at start_
   std::vector<PhaseSpan> spans_;
   bool finished_ = false;
 };

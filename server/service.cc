@@ -751,6 +751,12 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
     }
     return plan.status();
   }
+  // The runs inside: per device and strategy (auto's candidates too).
+  for (const PlannerRun& run : plan->runs) {
+    phases.AddSpan(absl::StrCat(run.strategy, " ", run.device), run.start,
+                   run.end,
+                   {{"strategy", run.strategy}, {"device", run.device}});
+  }
   plan_span.AddArg("winner",
                    plan->planner.empty() ? resolved.strategy : plan->planner);
   plan_span.AddArg("devices", absl::StrJoin(PoolDevices(*plan), ","));

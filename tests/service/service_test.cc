@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
@@ -292,8 +293,10 @@ void ExpectSpansNest(const std::vector<TracedSpan>& spans) {
 }
 
 // The trace comes back only when asked for; its phase spans follow each
-// other inside the call's span, and the plan span is planning_micros long.
-// (This server has no cache: every call is a miss, planned by its leader.)
+// other inside the call's span, the planner's runs (per strategy and
+// device) follow each other inside the plan span, and the plan span is
+// planning_micros long. (This server has no cache: every call is a miss,
+// planned by its leader.)
 TEST_P(ServiceTest, TraceOnlyWhenAskedAndSpansNestInTime) {
   v1::PlanMemoryRequest request = Small();
   const v1::PlanMemoryResponse plain = ExpectPlans(request);
@@ -309,17 +312,45 @@ TEST_P(ServiceTest, TraceOnlyWhenAskedAndSpansNestInTime) {
   const std::string strategy = GetParam() == v1::STRATEGY_UNSPECIFIED
                                    ? std::string("auto")
                                    : StrategyName(GetParam()).value();
+  // The runs of a Small() request (one device, cuda:0): auto's three
+  // candidates, optimal's best-fit seed and search.
+  const std::map<std::string, std::vector<std::string>> expected_runs = {
+      {"inductor", {"inductor cuda:0"}},
+      {"best_fit", {"best_fit cuda:0"}},
+      {"optimal", {"best_fit cuda:0", "optimal cuda:0"}},
+      {"auto", {"inductor cuda:0", "best_fit cuda:0", "optimal cuda:0"}},
+      {"reuse", {"reuse cuda:0"}},
+      {"nnc", {"nnc cuda:0"}}};
   std::vector<std::string> names;
-  for (const TracedSpan& span : spans) names.push_back(span.name);
-  EXPECT_THAT(names,
-              ::testing::ElementsAre("PlanMemory", "alias_lookup", "queue",
-                                     "decode", "hash", "cache_lookup",
-                                     "single_flight", "cache_lookup",
-                                     "plan " + strategy, "validate",
-                                     "encode", "serialize"));
-  ExpectSpansNest(spans);
+  std::vector<TracedSpan> phases;
+  std::vector<TracedSpan> runs;
+  for (const TracedSpan& span : spans) {
+    names.push_back(span.name);
+    const bool is_run = absl::StrContains(span.name, " cuda:");
+    (is_run ? runs : phases).push_back(span);
+  }
+  std::vector<std::string> expected = {
+      "PlanMemory", "alias_lookup", "queue", "decode", "hash", "cache_lookup",
+      "single_flight", "cache_lookup", "plan " + strategy};
+  for (const std::string& run : expected_runs.at(strategy)) {
+    expected.push_back(run);
+  }
+  for (const char* name : {"validate", "encode", "serialize"}) {
+    expected.push_back(name);
+  }
+  EXPECT_THAT(names, ::testing::ElementsAreArray(expected));
+  ExpectSpansNest(phases);
   // planning_micros: the plan span's length in whole microseconds.
   const TracedSpan plan = SpanNamed(spans, "plan " + strategy);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    SCOPED_TRACE(runs[i].name);
+    EXPECT_LE(plan.begin, runs[i].begin);
+    EXPECT_LE(runs[i].begin, runs[i].end);
+    EXPECT_LE(runs[i].end, plan.end);
+    if (i > 0) {
+      EXPECT_LE(runs[i - 1].end, runs[i].begin);
+    }
+  }
   EXPECT_EQ(traced.stats().planning_micros(),
             static_cast<int64_t>(plan.duration));
 }
