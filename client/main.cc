@@ -6,7 +6,7 @@
 //                [--timeout=DURATION] FILE...
 //   memplan health [--server=HOST:PORT] [--service=NAME] [--timeout=DURATION]
 //   memplan loadtest [--server=HOST:PORT] [--in_flight=N] [--duration=DURATION]
-//                    [--calls=N] [--distinct=N] [--warmup_calls=N]
+//                    [--calls=N] [--distinct=N] [--warmup_calls=N] [--rate=N]
 //                    [--strategy=NAME] [--pool_mode=NAME] ... FILE
 //   memplan frame [--strategy=NAME] [--pool_mode=NAME] ... FILE > body.bin
 //
@@ -89,6 +89,9 @@ ABSL_FLAG(int64_t, distinct, 1,
           "with buffers[0].size_bytes + i)");
 ABSL_FLAG(int64_t, warmup_calls, 0,
           "loadtest: calls before the measured run (checked, not timed)");
+ABSL_FLAG(double, rate, 0,
+          "loadtest: > 0: start calls at this many per second (at most "
+          "--in_flight in flight); 0: as fast as --in_flight allows");
 
 namespace memplan {
 namespace {
@@ -105,7 +108,8 @@ constexpr char kUsage[] =
     "  memplan health [--server=HOST:PORT] [--service=NAME]\n"
     "  memplan loadtest [--server=HOST:PORT] [--in_flight=N] "
     "[--duration=DURATION | --calls=N]\n"
-    "                   [--distinct=N] [--warmup_calls=N] [option flags] FILE\n"
+    "                   [--distinct=N] [--warmup_calls=N] [--rate=N] "
+    "[option flags] FILE\n"
     "  memplan frame [option flags] FILE > body.bin   (a gRPC body for h2load)\n"
     "\n"
     "FILE is a corpus JSON file (*.json) or a MiniMalloc CSV (*.csv, header\n"
@@ -356,6 +360,7 @@ int RunLoadTestCommand(const std::vector<std::string>& files) {
   options.calls = absl::GetFlag(FLAGS_calls);
   options.distinct = absl::GetFlag(FLAGS_distinct);
   options.warmup_calls = absl::GetFlag(FLAGS_warmup_calls);
+  options.rate = absl::GetFlag(FLAGS_rate);
   options.timeout = absl::GetFlag(FLAGS_timeout);
   const absl::StatusOr<LoadTestReport> report = memplan::RunLoadTest(
       CreateLoadTestChannel(absl::GetFlag(FLAGS_server)), *request, options);
