@@ -8,7 +8,9 @@
 // Prints "memplan-server listening on HOST:PORT" to stderr once serving
 // (the bound port, also for --listen=HOST:0). On SIGINT or SIGTERM it stops
 // accepting calls, lets calls in flight finish within --shutdown_grace, and
-// exits 0. Exits 1 when it cannot start.
+// exits 0, printing "memplan-server: stopped; " and what it did
+// (ServiceCounters: planner runs, PlanMemory responses by cache status,
+// ...). Exits 1 when it cannot start.
 #include <pthread.h>
 #include <signal.h>
 
@@ -94,5 +96,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "memplan-server: %s, shutting down\n",
                signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   server.Shutdown(absl::GetFlag(FLAGS_shutdown_grace));
+  std::fprintf(stderr, "memplan-server: stopped; %s\n",
+               server.service().counters().ToString().c_str());
   return 0;
 }

@@ -197,7 +197,8 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
 
 std::string ServiceCounters::ToString() const {
   return absl::StrCat(
-      "planner_runs=", planner_runs, " cache_miss=", cache_miss,
+      "calls=", calls, " planner_runs=", planner_runs,
+      " cache_miss=", cache_miss,
       " cache_local=", cache_local, " cache_redis=", cache_redis,
       " flight_followers=", flight_followers, " cache: ", cache.ToString(),
       redis.has_value() ? absl::StrCat(" redis: ", redis->ToString()) : "");
@@ -215,6 +216,7 @@ MemoryPlannerService::~MemoryPlannerService() = default;
 grpc::ServerUnaryReactor* MemoryPlannerService::PlanMemory(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
   auto* call = new Call(*this, *context, *response, /*counted=*/true);
   const Digest digest = BytesDigest(*request);
   if (const std::optional<Digest> graph_hash = cache_.FindAlias(digest)) {
@@ -471,6 +473,7 @@ void MemoryPlannerService::Count(v1::CacheStatus cache) {
 
 ServiceCounters MemoryPlannerService::counters() const {
   ServiceCounters counters;
+  counters.calls = calls_.load(std::memory_order_relaxed);
   counters.planner_runs = planner_runs_.load(std::memory_order_relaxed);
   counters.cache_miss = cache_miss_.load(std::memory_order_relaxed);
   counters.cache_local = cache_local_.load(std::memory_order_relaxed);
