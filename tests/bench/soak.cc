@@ -10,7 +10,8 @@
 //
 //   memplan-soak [--duration=120s] [--probe=10s] [--fraction=0.8]
 //                [--warmup=30s] [--max_rss_growth_mib=4] [--cache_bytes=N]
-//                [--in_flight=16] [--server_binary=PATH] [FILE]
+//                [--in_flight=16] [--soak_in_flight=64]
+//                [--server_binary=PATH] [FILE]
 //
 // FILE (default: the corpus's resnet18 inference graph, 21 buffers) is
 // sent with the server's default strategy; call i has buffers[0] i bytes
@@ -47,7 +48,12 @@ ABSL_FLAG(double, max_rss_growth_mib, 4,
           "how much the server's RSS may grow after --warmup, in MiB");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{4} << 20,
           "the server's --cache_bytes: small enough to fill and evict");
-ABSL_FLAG(int32_t, in_flight, 16, "calls in flight at most");
+ABSL_FLAG(int32_t, in_flight, 16,
+          "calls in flight while the maximum is measured");
+ABSL_FLAG(int32_t, soak_in_flight, 64,
+          "calls in flight at most during the soak: room above what the "
+          "rate needs, so that a slow moment delays calls rather than the "
+          "rate");
 ABSL_FLAG(std::string, server_binary, MEMPLAN_SERVER_BINARY,
           "the memplan-server to run");
 
@@ -128,6 +134,7 @@ int Run(const std::string& file) {
                            .size_bytes() + 1);
   options.rate = absl::GetFlag(FLAGS_fraction) * probe->calls_per_second;
   options.duration = absl::GetFlag(FLAGS_duration);
+  options.in_flight = absl::GetFlag(FLAGS_soak_in_flight);
   std::vector<Sample> samples;
   const absl::StatusOr<LoadTestReport> soak = RunSampled(
       server.address(), *request, options, server.pid(), samples);
@@ -135,9 +142,10 @@ int Run(const std::string& file) {
     std::fprintf(stderr, "%s\n", soak.status().ToString().c_str());
     return 1;
   }
-  std::printf("\nsoak at %.0f%% of the maximum, %.0f calls/s for %s:\n%s",
+  std::printf("\nsoak at %.0f%% of the maximum, %.0f calls/s for %s (at "
+              "most %d in flight):\n%s",
               100 * absl::GetFlag(FLAGS_fraction), options.rate,
-              absl::FormatDuration(options.duration).c_str(),
+              absl::FormatDuration(options.duration).c_str(), options.in_flight,
               soak->ToString().c_str());
 
   // RSS: every 10 s, then the verdict over what followed the warm-up.
