@@ -8,6 +8,9 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev grpc-proto libxxhash-dev
   libhiredis-dev redis-server
+  # The sanitizer builds and the fuzzer (tests/run.sh): clang, its
+  # sanitizer and libFuzzer runtimes, and llvm-symbolizer for their reports.
+  clang libclang-rt-14-dev llvm
 )
 
 missing=()
