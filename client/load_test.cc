@@ -168,30 +168,46 @@ class LoadTest {
     absl::Time start;
   };
 
-  // Runs calls until `count` (> 0) have completed or, for count 0, until
-  // `stop` has passed; then waits for the calls in flight.
+  // Runs calls until `count` (> 0) have been started or, for count 0, until
+  // `stop` has passed, at options_.rate when set; then waits for the calls
+  // in flight.
   void Phase(int64_t count, absl::Time stop) {
+    const double rate = options_.rate;
+    const absl::Time first = absl::Now();
     int64_t started = 0;
     int in_flight = 0;
-    auto may_start = [&] {
+    const auto may_start = [&] {
       return count > 0 ? started < count : absl::Now() < stop;
     };
-    for (int i = 0; i < options_.in_flight && may_start(); ++i) {
-      Start();
-      ++started;
-      ++in_flight;
-    }
-    void* tag = nullptr;
-    bool ok = false;
-    while (in_flight > 0 && queue_.Next(&tag, &ok)) {
-      std::unique_ptr<Call> call(static_cast<Call*>(tag));
-      --in_flight;
-      Complete(*call);
-      if (may_start()) {
+    // When the next call is due: at once, or on the schedule of `rate`.
+    const auto next_due = [&] {
+      return rate > 0 ? first + absl::Seconds(started / rate)
+                      : absl::InfinitePast();
+    };
+    for (;;) {
+      while (in_flight < options_.in_flight && may_start() &&
+             absl::Now() >= next_due()) {
         Start();
         ++started;
         ++in_flight;
       }
+      // Only with a rate: a free slot, but the next call is not due yet.
+      const bool waiting_to_start =
+          in_flight < options_.in_flight && may_start();
+      if (in_flight == 0 && !waiting_to_start) return;
+      void* tag = nullptr;
+      bool ok = false;
+      if (waiting_to_start) {
+        const grpc::CompletionQueue::NextStatus status = queue_.AsyncNext(
+            &tag, &ok, absl::ToChronoTime(next_due()));
+        if (status == grpc::CompletionQueue::SHUTDOWN) return;
+        if (status == grpc::CompletionQueue::TIMEOUT) continue;
+      } else if (!queue_.Next(&tag, &ok)) {
+        return;
+      }
+      std::unique_ptr<Call> call(static_cast<Call*>(tag));
+      --in_flight;
+      Complete(*call);
     }
   }
 
@@ -224,6 +240,7 @@ class LoadTest {
     absl::Status check = Check(call);
     if (!check.ok()) {
       ++report_.failures;
+      ++report_.failures_by_code[check.code()];
       if (report_.first_failure.empty()) {
         report_.first_failure = absl::StrCat("request ", call.index, ": ",
                                              check.ToString());
@@ -295,14 +312,21 @@ class LoadTest {
 }  // namespace
 
 std::string LoadTestReport::ToString() const {
+  std::string by_code;
+  for (const auto& [code, count] : failures_by_code) {
+    absl::StrAppend(&by_code, by_code.empty() ? "failed       " : ", ",
+                    absl::StatusCodeToString(code), " ", count);
+  }
+  if (!by_code.empty()) by_code += "\n";
   return absl::StrFormat(
-      "calls        %d (%d failed)\n"
+      "calls        %d (%d failed)\n%s"
       "elapsed      %.3f s\n"
       "throughput   %.0f calls/s\n"
       "latency us   p50 %.0f  p90 %.0f  p99 %.0f  max %.0f\n"
       "client CPU   %.1f us per call\n"
       "cache        miss %d  local %d  redis %d\n%s",
-      calls, failures, absl::ToDoubleSeconds(elapsed), calls_per_second,
+      calls, failures, by_code, absl::ToDoubleSeconds(elapsed),
+      calls_per_second,
       p50_us, p90_us, p99_us, max_us, client_cpu_us_per_call, cache_miss,
       cache_local, cache_redis,
       first_failure.empty() ? ""
@@ -338,6 +362,10 @@ absl::StatusOr<LoadTestReport> RunLoadTest(
   }
   if (options.calls < 0 || options.warmup_calls < 0) {
     return absl::InvalidArgumentError("calls and warmup_calls must be >= 0");
+  }
+  if (!(options.rate >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rate must be >= 0, got ", options.rate));
   }
   if (options.calls == 0 && options.duration <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(

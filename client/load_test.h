@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,12 @@ struct LoadTestOptions {
   absl::Duration timeout = absl::Seconds(10);
   // Sent as "authorization: Bearer TOKEN" on every call; empty: none.
   std::string auth_token;
+  // > 0: calls start at this rate (calls per second), evenly spaced from
+  // the start of each phase (warm-up and run), an open loop as a fleet of
+  // clients makes; a call that falls due while `in_flight` calls are in
+  // flight starts when one completes. 0: each completed call is replaced
+  // at once (a closed loop: the most the server does with `in_flight`).
+  double rate = 0;
 };
 
 // What a run measured. Latencies are wall time from starting a call to its
@@ -46,6 +53,9 @@ struct LoadTestOptions {
 struct LoadTestReport {
   int64_t calls = 0;     // completed calls (warm-up excluded)
   int64_t failures = 0;  // calls with a non-OK status or a wrong response
+  // Failures by code: the call's status code, or for a wrong response the
+  // check's (DATA_LOSS: does not parse; INTERNAL: a wrong hash or plan).
+  std::map<absl::StatusCode, int64_t> failures_by_code;
   std::string first_failure;  // what the first failure was, or ""
   absl::Duration elapsed;     // from the first call started to the last done
   double calls_per_second = 0;
@@ -56,8 +66,9 @@ struct LoadTestReport {
   // Responses by where the plan came from (PlanMemoryResponse.cache).
   int64_t cache_miss = 0, cache_local = 0, cache_redis = 0;
 
-  // Returns the report as lines of text: calls, failures, throughput,
-  // latency percentiles, the client's CPU per call and cache statuses.
+  // Returns the report as lines of text: calls, failures (by code when
+  // any), throughput, latency percentiles, the client's CPU per call and
+  // cache statuses.
   std::string ToString() const;
 };
 

@@ -7,7 +7,7 @@
 //                [--html=FILE] FILE...
 //   memplan health [--server=HOST:PORT] [--service=NAME] [--timeout=DURATION]
 //   memplan loadtest [--server=HOST:PORT] [--in_flight=N] [--duration=DURATION]
-//                    [--calls=N] [--distinct=N] [--warmup_calls=N]
+//                    [--calls=N] [--distinct=N] [--warmup_calls=N] [--rate=N]
 //                    [--strategy=NAME] [--pool_mode=NAME] ... FILE
 //   memplan frame [--strategy=NAME] [--pool_mode=NAME] ... FILE > body.bin
 //
@@ -136,6 +136,9 @@ ABSL_FLAG(std::string, auth_token, "",
           "--auth_token_file");
 ABSL_FLAG(std::string, auth_token_file, "",
           "file whose first line is the bearer token to send");
+ABSL_FLAG(double, rate, 0,
+          "loadtest: > 0: start calls at this many per second (at most "
+          "--in_flight in flight); 0: as fast as --in_flight allows");
 
 namespace memplan {
 namespace {
@@ -153,7 +156,8 @@ constexpr char kUsage[] =
     "  memplan health [--server=HOST:PORT] [--service=NAME]\n"
     "  memplan loadtest [--server=HOST:PORT] [--in_flight=N] "
     "[--duration=DURATION | --calls=N]\n"
-    "                   [--distinct=N] [--warmup_calls=N] [option flags] FILE\n"
+    "                   [--distinct=N] [--warmup_calls=N] [--rate=N] "
+    "[option flags] FILE\n"
     "  memplan frame [option flags] FILE > body.bin   (a gRPC body for h2load)\n"
     "\n"
     "TLS: --tls or --tls_ca_file=PEM [--tls_cert_file=PEM --tls_key_file=PEM]\n"
@@ -572,6 +576,7 @@ int RunLoadTestCommand(const std::vector<std::string>& files) {
   options.calls = absl::GetFlag(FLAGS_calls);
   options.distinct = absl::GetFlag(FLAGS_distinct);
   options.warmup_calls = absl::GetFlag(FLAGS_warmup_calls);
+  options.rate = absl::GetFlag(FLAGS_rate);
   options.timeout = absl::GetFlag(FLAGS_timeout);
   const std::optional<Connection> connection =
       ConnectionFromFlags(/*load_test=*/true, exit_code);

@@ -16,6 +16,9 @@ build_packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev grpc-proto libxxhash-dev
   libhiredis-dev prometheus-cpp-dev libpng-dev
+  # The sanitizer builds and the fuzzer (tests/run.sh): clang, its
+  # sanitizer and libFuzzer runtimes, and llvm-symbolizer for their reports.
+  clang libclang-rt-14-dev llvm
 )
 # Testing: Redis for the cache tests; openssl for the TLS tests' CA;
 # chromium for the picture tests; podman, runc and debootstrap for the

@@ -23,11 +23,13 @@
 // line per call on stderr (server/call_log.h) at --log_level and above. On
 // SIGINT or SIGTERM it stops accepting calls (a call started afterwards
 // gets UNAVAILABLE), lets calls in flight finish within --shutdown_grace,
-// cancels the rest, and exits 0. Exits 2 for flags that are out of range or
-// do not go together (e.g. --tls_key_file without --tls_cert_file) or name
-// a file without a PEM block or token; 1 when it cannot start (a file that
-// cannot be read, an address it cannot listen on, a certificate that does
-// not match its key).
+// cancels the rest, and exits 0, printing "memplan-server: stopped; " and
+// what it did (ServiceCounters: planner runs, PlanMemory responses by cache
+// status, ...). Exits 2 for flags that are out of range or do not go
+// together (e.g. --tls_key_file without --tls_cert_file) or name a file
+// without a PEM block or token; 1 when it cannot start (a file that cannot
+// be read, an address it cannot listen on, a certificate that does not
+// match its key).
 #include <pthread.h>
 #include <signal.h>
 
@@ -231,5 +233,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "memplan-server: %s, shutting down\n",
                signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   server.Shutdown(absl::GetFlag(FLAGS_shutdown_grace));
+  std::fprintf(stderr, "memplan-server: stopped; %s\n",
+               server.service().counters().ToString().c_str());
   return 0;
 }

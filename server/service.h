@@ -73,6 +73,7 @@ namespace memplan {
 // What the service did since it started; a snapshot. The cache statuses
 // count PlanMemory responses.
 struct ServiceCounters {
+  int64_t calls = 0;             // PlanMemory calls received
   int64_t planner_runs = 0;      // planners run (PlanMemory and PlanRequest)
   int64_t cache_miss = 0;        // PlanMemory responses with cache MISS
   int64_t cache_local = 0;       // ... LOCAL
@@ -247,6 +248,7 @@ class MemoryPlannerService final
   std::unique_ptr<RedisCache> redis_;  // null: no Redis
 
   std::atomic<int64_t> calls_in_flight_{0};
+  std::atomic<int64_t> calls_{0};
   mutable std::atomic<int64_t> planner_runs_{0};
   std::atomic<int64_t> cache_miss_{0};
   std::atomic<int64_t> cache_local_{0};

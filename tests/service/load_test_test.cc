@@ -2,6 +2,8 @@
 // call counted and checked) and a fake one whose answers are wrong.
 #include "client/load_test.h"
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -75,6 +77,22 @@ TEST_F(LoadTestTest, RunsForADurationAfterAWarmUp) {
   EXPECT_GE(report->elapsed, absl::Milliseconds(300));
 }
 
+// With a rate, calls start on its schedule: about rate x duration of
+// them, never more (plus the calls already due when the run ends).
+TEST_F(LoadTestTest, KeepsToTheRate) {
+  LoadTestOptions options;
+  options.duration = absl::Milliseconds(500);
+  options.rate = 200;
+  const absl::StatusOr<LoadTestReport> report =
+      RunLoadTest(server_->InProcessChannel(), SmallRequest(), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->failures, 0) << report->first_failure;
+  EXPECT_LE(report->calls, 101);
+  // A loaded machine may fall behind; an unpaced run makes thousands.
+  EXPECT_GE(report->calls, 50);
+  EXPECT_GE(report->elapsed, absl::Milliseconds(495));
+}
+
 TEST_F(LoadTestTest, RejectsBadOptionsAndRequests) {
   LoadTestOptions options;
   options.in_flight = 0;
@@ -87,6 +105,12 @@ TEST_F(LoadTestTest, RejectsBadOptionsAndRequests) {
   EXPECT_EQ(
       RunLoadTest(server_->InProcessChannel(), bad, LoadTestOptions()).status().code(),
       absl::StatusCode::kInvalidArgument);
+  options.in_flight = 1;
+  options.rate = -1;
+  EXPECT_EQ(RunLoadTest(server_->InProcessChannel(), SmallRequest(), options)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // A planner that fails every call with `status_` if set, else answers it
@@ -134,6 +158,10 @@ TEST(LoadTestWrongServerTest, FailedCallsAndWrongResponsesAreFailures) {
   EXPECT_EQ(report->calls, 10);
   EXPECT_EQ(report->failures, 10);
   EXPECT_THAT(report->first_failure, HasSubstr("RESOURCE_EXHAUSTED: no room"));
+  EXPECT_EQ(report->failures_by_code,
+            (std::map<absl::StatusCode, int64_t>{
+                {absl::StatusCode::kResourceExhausted, 10}}));
+  EXPECT_THAT(report->ToString(), HasSubstr("failed       RESOURCE_EXHAUSTED 10"));
 
   planner.status_ = grpc::Status::OK;
   planner.hash_ = "0123456789abcdef0123456789abcdef";
@@ -148,6 +176,9 @@ TEST(LoadTestWrongServerTest, FailedCallsAndWrongResponsesAreFailures) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->failures, 10);
   EXPECT_THAT(report->first_failure, HasSubstr("run past the end of pool"));
+  EXPECT_EQ(report->failures_by_code,
+            (std::map<absl::StatusCode, int64_t>{
+                {absl::StatusCode::kInternal, 10}}));
   server->Shutdown();
 }
 

@@ -14,6 +14,8 @@
 
 #include "gtest/gtest.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -114,6 +116,21 @@ bool Eventually(const std::function<bool()>& condition,
     absl::SleepFor(absl::Milliseconds(20));
   }
   return true;
+}
+
+int64_t ResidentBytes(pid_t pid) {
+  const std::string status = ReadAll(absl::StrCat("/proc/", pid, "/status"));
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, "VmRSS:")) continue;
+    // "   12345 kB"
+    line = absl::StripAsciiWhitespace(line);
+    int64_t kib = 0;
+    if (absl::ConsumeSuffix(&line, " kB") &&
+        absl::SimpleAtoi(line, &kib)) {
+      return kib * 1024;
+    }
+  }
+  return -1;
 }
 
 int FreeLoopbackPort() {

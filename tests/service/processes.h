@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ RunResult RunToExit(const std::vector<std::string>& argv);
 bool Eventually(const std::function<bool()>& condition,
                 absl::Duration limit = absl::Seconds(30));
 
+// Returns the resident memory of process `pid` (VmRSS in
+// /proc/PID/status) in bytes, or -1 when it cannot be read.
+int64_t ResidentBytes(pid_t pid);
+
 // Returns a TCP port of 127.0.0.1 that was free a moment ago (bound with
 // port 0, then released), or 0.
 int FreeLoopbackPort();
@@ -72,6 +77,7 @@ class ServerProcess {
   int Stop();
 
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }  // -1 when not running
   const std::string& address() const { return address_; }  // HOST:PORT
   // The port of /metrics, when started with --metrics_listen; else 0.
   int metrics_port() const { return metrics_port_; }

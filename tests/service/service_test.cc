@@ -844,6 +844,7 @@ TEST_F(CacheTest, HitReturnsIdenticalBytesToTheMiss) {
   EXPECT_EQ(parsed.SerializeAsString(), hit);
 
   const ServiceCounters counts = counters();
+  EXPECT_EQ(counts.calls, 3);
   EXPECT_EQ(counts.planner_runs, 1);
   EXPECT_EQ(counts.cache_miss, 1);
   EXPECT_EQ(counts.cache_local, 2);
@@ -940,6 +941,7 @@ TEST_F(CacheTest, SingleFlightPlansConcurrentIdenticalRequestsOnce) {
   EXPECT_EQ(misses, 1);
   EXPECT_EQ(counts.cache_miss, 1);
   EXPECT_EQ(counts.cache_local, kCalls - 1);
+  EXPECT_EQ(counts.calls, kCalls);
   EXPECT_GT(counts.flight_followers, 0) << counts.ToString();
 }
 

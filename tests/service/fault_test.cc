@@ -1,0 +1,149 @@
+// Fault tests: real memplan-server (and redis-server) processes on
+// loopback, under a load run (client/load_test.h, every response checked),
+// while a fault strikes:
+//   - Redis is killed, then comes back: no call fails (the server plans
+//     locally meanwhile);
+//   - the server gets SIGTERM: every call it received completes OK (the
+//     calls the client saw succeed are exactly those the server counted
+//     when it stopped), every other call fails unprocessed, and the process
+//     exits 0.
+// Each is bounded to a few seconds.
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/load_test.h"
+#include "tests/service/processes.h"
+#include "tests/service/test_requests.h"
+
+namespace memplan {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kServerBinary[] = MEMPLAN_SERVER_BINARY;
+constexpr char kRedisServer[] = MEMPLAN_REDIS_SERVER;
+
+// Runs a load test against `address` on another thread until Join.
+class BackgroundLoad {
+ public:
+  BackgroundLoad(const std::string& address, LoadTestOptions options)
+      : thread_([this, address, options] {
+          report_ = RunLoadTest(CreateLoadTestChannel(address), Request(),
+                                options);
+        }) {}
+
+  // Waits for the run to end and returns its report.
+  absl::StatusOr<LoadTestReport> Join() {
+    thread_.join();
+    return report_;
+  }
+
+ private:
+  // A small graph, planned with the server's default strategy (auto);
+  // the load test varies buffers[0] per call, so with a large `distinct`
+  // every call is a new graph: a cache miss that asks Redis, then plans.
+  static v1::PlanMemoryRequest Request() { return SmallRequest(); }
+
+  absl::StatusOr<LoadTestReport> report_ = absl::UnknownError("not run");
+  std::thread thread_;
+};
+
+// Returns counter `name` of the "memplan-server: stopped; ..." line in
+// `log` (ServiceCounters::ToString), or -1.
+int64_t StoppedCounter(const std::string& log, const std::string& name) {
+  const size_t stopped = log.find("memplan-server: stopped; ");
+  if (stopped == std::string::npos) return -1;
+  const std::string key = " " + name + "=";
+  const size_t at = log.find(key, stopped);
+  if (at == std::string::npos) return -1;
+  const size_t begin = at + key.size();
+  const size_t end = log.find_first_not_of("0123456789", begin);
+  int64_t value = -1;
+  if (!absl::SimpleAtoi(log.substr(begin, end - begin), &value)) return -1;
+  return value;
+}
+
+LoadTestOptions MissesFor(absl::Duration duration) {
+  LoadTestOptions options;
+  options.in_flight = 16;
+  options.duration = duration;
+  options.distinct = int64_t{1} << 40;  // never the same graph twice
+  options.timeout = absl::Seconds(10);
+  return options;
+}
+
+TEST(FaultTest, RedisKilledDuringALoadRunFailsNoCall) {
+  RedisProcess redis;
+  ASSERT_EQ(redis.Start(kRedisServer), absl::OkStatus());
+  ServerProcess server;
+  ASSERT_EQ(server.Start(kServerBinary, {"--redis=" + redis.address(),
+                                         "--redis_timeout=200ms"}),
+            absl::OkStatus());
+  ASSERT_TRUE(Eventually([&] {
+    return absl::StrContains(server.stderr_text(), "connected");
+  })) << server.stderr_text();
+
+  BackgroundLoad load(server.address(), MissesFor(absl::Seconds(4)));
+  absl::SleepFor(absl::Seconds(1));
+  const int port = redis.port();
+  redis.Kill();
+  absl::SleepFor(absl::Seconds(1.5));
+  ASSERT_EQ(redis.Start(kRedisServer, port), absl::OkStatus());
+  const absl::StatusOr<LoadTestReport> report = load.Join();
+
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->failures, 0) << report->ToString();
+  EXPECT_GT(report->calls, 100) << report->ToString();
+  EXPECT_THAT(server.stderr_text(), HasSubstr("unavailable"));
+  EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
+}
+
+// Every call the server received is answered OK and reaches the client;
+// every other call fails without being processed: UNAVAILABLE (refused:
+// sent after the server's GOAWAY, or to the closed port), or CANCELLED.
+// CANCELLED comes from gRPC 1.51 itself: a call whose stream arrives
+// between the start of grpc::Server::Shutdown and the GOAWAY reaching the
+// client is cancelled by gRPC before any handler sees it (the "calls"
+// counter the server prints when it stops counts the calls its handler
+// received, so such a call is not in it).
+TEST(FaultTest, SigtermDuringALoadRunLosesNoAnsweredCall) {
+  ServerProcess server;
+  ASSERT_EQ(server.Start(kServerBinary, {"--shutdown_grace=10s"}),
+            absl::OkStatus());
+  // The run outlasts the server: calls after it stopped fail UNAVAILABLE.
+  BackgroundLoad load(server.address(), MissesFor(absl::Seconds(3)));
+  absl::SleepFor(absl::Seconds(1.5));
+  EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
+  const absl::StatusOr<LoadTestReport> report = load.Join();
+
+  ASSERT_TRUE(report.ok()) << report.status();
+  const std::string log = server.stderr_text();
+  const int64_t received = StoppedCounter(log, "calls");
+  const int64_t answered = StoppedCounter(log, "cache_miss") +
+                           StoppedCounter(log, "cache_local") +
+                           StoppedCounter(log, "cache_redis");
+  ASSERT_GE(StoppedCounter(log, "cache_miss"), 0) << log;
+  EXPECT_GT(answered, 100) << log;
+  // Processed means answered: no call was taken on and then failed ...
+  EXPECT_EQ(received, answered) << log;
+  // ... and every answer reached its client.
+  EXPECT_EQ(report->calls - report->failures, answered)
+      << report->ToString() << log;
+  for (const auto& [code, count] : report->failures_by_code) {
+    EXPECT_TRUE(code == absl::StatusCode::kUnavailable ||
+                code == absl::StatusCode::kCancelled)
+        << count << " calls: " << report->ToString() << log;
+  }
+}
+
+}  // namespace
+}  // namespace memplan
