@@ -38,12 +38,16 @@ struct Target {
 };
 
 // Returns request `index` of the run: `base` with buffers[0]'s size_bytes
-// increased by `index` bytes.
+// increased by `index` bytes (and its symbolic_size with it when that is
+// the same constant, which must equal size_bytes).
 v1::PlanMemoryRequest DistinctRequest(const v1::PlanMemoryRequest& base,
                                       int64_t index) {
   v1::PlanMemoryRequest request = base;
   v1::Buffer& buffer = *request.mutable_buffers(0);
+  const bool constant =
+      buffer.symbolic_size() == absl::StrCat(buffer.size_bytes());
   buffer.set_size_bytes(buffer.size_bytes() + index);
+  if (constant) buffer.set_symbolic_size(absl::StrCat(buffer.size_bytes()));
   return request;
 }
 

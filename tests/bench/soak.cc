@@ -128,10 +128,15 @@ int Run(const std::string& file) {
               absl::FormatDuration(options.duration).c_str(),
               probe->ToString().c_str());
 
-  // Other graphs than the probe's (which may still be in the cache).
-  request->mutable_buffers(request->buffers_size() - 1)
-      ->set_size_bytes(request->buffers(request->buffers_size() - 1)
-                           .size_bytes() + 1);
+  // Other graphs than the probe's (which may still be in the cache): the
+  // last buffer one byte larger (its symbolic_size too when that is the
+  // same constant, which must equal size_bytes).
+  v1::Buffer& changed =
+      *request->mutable_buffers(request->buffers_size() - 1);
+  const bool constant =
+      changed.symbolic_size() == absl::StrCat(changed.size_bytes());
+  changed.set_size_bytes(changed.size_bytes() + 1);
+  if (constant) changed.set_symbolic_size(absl::StrCat(changed.size_bytes()));
   options.rate = absl::GetFlag(FLAGS_fraction) * probe->calls_per_second;
   options.duration = absl::GetFlag(FLAGS_duration);
   options.in_flight = absl::GetFlag(FLAGS_soak_in_flight);

@@ -236,8 +236,10 @@ v1::PlanMemoryRequest SlowRequest(absl::Duration budget) {
 }
 
 // SIGTERM while a call plans: the server stops accepting (a new call, on a
-// new or the same connection, gets UNAVAILABLE), the call in flight runs
-// to the end of its budget and succeeds, and the process exits 0.
+// new or the same connection, gets UNAVAILABLE), the call in flight goes on
+// after the shutdown began and succeeds with its whole plan, and the
+// process exits 0. (How long the search runs depends on the machine: its
+// time budget becomes a work budget, core/search_planners.cc.)
 TEST(DrainEndToEndTest, SigtermFinishesTheCallInFlightAndExitsZero) {
   ServerProcess server;
   ASSERT_EQ(server.Start(kServerBinary, {"--shutdown_grace=60s"}),
@@ -248,14 +250,18 @@ TEST(DrainEndToEndTest, SigtermFinishesTheCallInFlightAndExitsZero) {
   ASSERT_TRUE(client.HealthCheck("").ok());
 
   absl::StatusOr<v1::PlanMemoryResponse> slow;
-  std::thread call(
-      [&] { slow = client.PlanMemory(SlowRequest(absl::Seconds(4))); });
-  absl::SleepFor(absl::Seconds(1));  // the call is planning now
+  absl::Time slow_returned;
+  std::thread call([&] {
+    slow = client.PlanMemory(SlowRequest(absl::Seconds(20)));
+    slow_returned = absl::Now();
+  });
+  absl::SleepFor(absl::Milliseconds(500));  // the call is planning now
   int exit_code = -1;
   std::thread stop([&] { exit_code = server.Stop(); });
   ASSERT_TRUE(Eventually([&] {
     return server.stderr_text().find("shutting down") != std::string::npos;
   }));
+  const absl::Time shutting_down = absl::Now();
   absl::SleepFor(absl::Milliseconds(200));
 
   MemplanClient late(CreateChannel(address));
@@ -272,8 +278,8 @@ TEST(DrainEndToEndTest, SigtermFinishesTheCallInFlightAndExitsZero) {
   stop.join();
   ASSERT_TRUE(slow.ok()) << slow.status();
   EXPECT_EQ(slow->assignments_size(), 500);
-  EXPECT_GE(slow->stats().planning_micros(), 3 * 1000 * 1000)
-      << "the search was cut short";
+  EXPECT_GT(slow_returned, shutting_down + absl::Milliseconds(200))
+      << "the call was not in flight through the shutdown";
   EXPECT_EQ(exit_code, 0) << server.stderr_text();
 }
 
