@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/random_problems.h"
+#include "tests/planner/wrapper_line_builders.h"
 
 namespace memplan {
 namespace {
@@ -24,53 +25,14 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-WrapperLine Allocate(const std::string& name, Bytes size,
-                     const std::string& dtype = "torch.float32",
-                     const std::string& device = "cuda:0",
-                     const std::string& symbolic_size = "") {
-  WrapperLine line;
-  line.kind = WrapperLineKind::kAllocate;
-  line.name = name;
-  line.allocation.size = size;
-  line.allocation.symbolic_size =
-      symbolic_size.empty() ? absl::StrCat(size) : symbolic_size;
-  line.allocation.device = device;
-  line.allocation.dtype = dtype;
-  return line;
-}
-
-WrapperLine Free(const std::string& name) {
-  WrapperLine line;
-  line.kind = WrapperLineKind::kFreeIfNotReused;
-  line.name = name;
-  return line;
-}
-
-// The FREE of an extern kernel's output, which no ALLOCATE line names.
-WrapperLine FreeExternal(const std::string& name, Bytes size) {
-  WrapperLine line = Free(name);
-  line.has_allocation = true;
-  line.allocation = Allocate(name, size).allocation;
-  return line;
-}
-
-WrapperLine Reuse(const std::string& old_name, const std::string& new_name) {
-  WrapperLine line;
-  line.kind = WrapperLineKind::kReuse;
-  line.name = old_name;
-  line.reused_as = new_name;
-  return line;
-}
-
-WrapperLine Line(WrapperLineKind kind) {
-  WrapperLine line;
-  line.kind = kind;
-  return line;
-}
-
-WrapperLine Kernel() { return Line(WrapperLineKind::kOther); }
-WrapperLine Enter() { return Line(WrapperLineKind::kEnterSubgraph); }
-WrapperLine Exit() { return Line(WrapperLineKind::kExitSubgraph); }
+using wrapper_line_builders::Allocate;
+using wrapper_line_builders::Enter;
+using wrapper_line_builders::Exit;
+using wrapper_line_builders::Free;
+using wrapper_line_builders::FreeExternal;
+using wrapper_line_builders::Kernel;
+using wrapper_line_builders::Line;
+using wrapper_line_builders::Reuse;
 
 // A program planned by one strategy.
 struct Planned {

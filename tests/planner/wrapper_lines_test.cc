@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/planner/wrapper_line_builders.h"
 
 namespace memplan {
 namespace {
@@ -13,40 +14,11 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-WrapperLine Allocate(const std::string& name, Bytes size,
-                     const std::string& device = "cuda:0") {
-  WrapperLine line;
-  line.kind = WrapperLineKind::kAllocate;
-  line.name = name;
-  line.allocation.size = size;
-  line.allocation.symbolic_size = absl::StrCat(size);
-  line.allocation.device = device;
-  line.allocation.dtype = "torch.float32";
-  return line;
-}
-
-WrapperLine Free(const std::string& name) {
-  WrapperLine line;
-  line.kind = WrapperLineKind::kFreeIfNotReused;
-  line.name = name;
-  return line;
-}
-
-WrapperLine Reuse(const std::string& old_name, const std::string& new_name) {
-  WrapperLine line;
-  line.kind = WrapperLineKind::kReuse;
-  line.name = old_name;
-  line.reused_as = new_name;
-  return line;
-}
-
-WrapperLine Line(WrapperLineKind kind) {
-  WrapperLine line;
-  line.kind = kind;
-  return line;
-}
-
-WrapperLine Kernel() { return Line(WrapperLineKind::kOther); }
+using wrapper_line_builders::Allocate;
+using wrapper_line_builders::Free;
+using wrapper_line_builders::Kernel;
+using wrapper_line_builders::Line;
+using wrapper_line_builders::Reuse;
 
 PoolLines GroupOrDie(const WrapperProgram& program) {
   absl::StatusOr<PoolLines> lines = GroupWrapperLines(program);
