@@ -4,7 +4,7 @@
 #   build/       RelWithDebInfo (g++), the shipped build: every test;
 #   build-asan/  clang, -O1, AddressSanitizer + UndefinedBehaviorSanitizer,
 #                with the libFuzzer target: every test, and fuzz.session
-#                (a short fuzz session, MEMPLAN_FUZZ_SECONDS, default 60);
+#                (a short fuzz session, MEMPLAN_FUZZ_SECONDS, default 30);
 #   build-tsan/  clang, -O1, ThreadSanitizer: every test.
 # The sanitizer builds leave out the benchmark programs, and their ctest
 # runs leave out the soak (its rate and memory mean nothing under a
@@ -16,7 +16,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
 sanitizers="${MEMPLAN_SANITIZERS:-1}"
-fuzz_seconds="${MEMPLAN_FUZZ_SECONDS:-60}"
+fuzz_seconds="${MEMPLAN_FUZZ_SECONDS:-30}"
 
 # timed NAME COMMAND...: runs COMMAND, then prints how long it took.
 timed() {
@@ -53,8 +53,9 @@ if [[ "$sanitizers" == 0 ]]; then
 fi
 
 # Sanitizer reports go to stderr, symbolized by llvm-symbolizer; the TSan
-# suppressions name third-party code only (see the file).
+# and LSan suppressions name third-party code only (see the files).
 export ASAN_OPTIONS="detect_leaks=1"
+export LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$root/tests/sanitizers/tsan.supp"
 not_under_sanitizers="container|soak"

@@ -252,7 +252,7 @@ TEST(DrainEndToEndTest, SigtermFinishesTheCallInFlightAndExitsZero) {
   absl::StatusOr<v1::PlanMemoryResponse> slow;
   absl::Time slow_returned;
   std::thread call([&] {
-    slow = client.PlanMemory(SlowRequest(absl::Seconds(20)));
+    slow = client.PlanMemory(SlowRequest(absl::Seconds(10)));
     slow_returned = absl::Now();
   });
   absl::SleepFor(absl::Milliseconds(500));  // the call is planning now
