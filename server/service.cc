@@ -43,7 +43,8 @@ constexpr char kGetPlan[] = "GetPlan";
 // Under ThreadSanitizer: what this thread wrote to `object` before handing
 // it to gRPC happens before gRPC's thread lets it go (TakeBackFromGrpc).
 // gRPC's library is not instrumented, so TSan cannot see the hand-off
-// (a slice's reference count) itself. No code otherwise.
+// itself (a slice's reference count; a reactor's Finish before its OnDone
+// on another thread). No code otherwise.
 void HandOverToGrpc(void* object) {
 #ifdef ABSL_HAVE_THREAD_SANITIZER
   __tsan_release(object);
@@ -301,6 +302,7 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
     }
     response_ = ResponseBytes(std::move(response), cache, std::move(trace));
     Report(absl::OkStatus());
+    HandOverToGrpc(this);  // what this thread wrote, OnDone may delete
     Finish(grpc::Status::OK);
   }
 
@@ -309,7 +311,10 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
   void Fail(const absl::Status& status) {
     if (!Claim()) return;
     Report(status);
-    Finish(ToGrpcStatus(WithFieldViolationsFromMessage(status, request_type_)));
+    const grpc::Status grpc_status =
+        ToGrpcStatus(WithFieldViolationsFromMessage(status, request_type_));
+    HandOverToGrpc(this);  // what this thread wrote, OnDone may delete
+    Finish(grpc_status);
   }
 
   // Marks the call as waiting in a flight: `leave` takes its waiter back
@@ -335,7 +340,11 @@ class MemoryPlannerService::Call final : public grpc::ServerUnaryReactor {
     }
     if (leave && leave()) Fail(Cancelled());
   }
-  void OnDone() override { Release(); }
+  // gRPC: the call is over (after Finish, on gRPC's thread).
+  void OnDone() override {
+    TakeBackFromGrpc(this);
+    Release();
+  }
 
   // Keeps the call alive until Release, even past its end: a thread that
   // hands the call to a flight must still reach it after the leader may
