@@ -195,8 +195,11 @@ log "memplan container on $address"
 wait_serving memplan "$address"
 uid="$("${podman[@]}" exec memplan id -u)"
 [[ "$uid" == 10001 ]] || fail "the container runs as uid $uid, not 10001"
-"${podman[@]}" logs memplan 2>&1 | grep -q 'listening on 0.0.0.0:50051' ||
-  fail "the server does not listen on 0.0.0.0:50051: $("${podman[@]}" logs memplan 2>&1)"
+# Read whole before grep: grep -q stops at the first match, and podman's
+# SIGPIPE would then fail the pipeline (pipefail).
+server_log="$("${podman[@]}" logs memplan 2>&1)"
+grep -q 'listening on 0.0.0.0:50051' <<< "$server_log" ||
+  fail "the server does not listen on 0.0.0.0:50051: $server_log"
 "${podman[@]}" healthcheck run memplan ||
   fail "the image's HEALTHCHECK failed"
 log "uid 10001, 0.0.0.0:50051, HEALTHCHECK passes"
@@ -239,8 +242,9 @@ grep -q '"assignments"' "$work/long.json" ||
 exit_code="$("${podman[@]}" inspect --format '{{.State.ExitCode}}' memplan)"
 [[ "$exit_code" == 0 ]] ||
   fail "the container exited $exit_code after SIGTERM: $("${podman[@]}" logs memplan 2>&1)"
-"${podman[@]}" logs memplan 2>&1 | grep -q 'SIGTERM' ||
-  fail "the server did not see SIGTERM: $("${podman[@]}" logs memplan 2>&1)"
+server_log="$("${podman[@]}" logs memplan 2>&1)"
+grep -q 'SIGTERM' <<< "$server_log" ||
+  fail "the server did not see SIGTERM: $server_log"
 log "SIGTERM: the call in flight completed $(( ($(cat "$work/long.end") - stop_start) / 1000000 )) ms after the stop began; exit code 0"
 
 # 4. The compose wiring: deploy/compose.yaml's services redis and memplan
