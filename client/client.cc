@@ -66,6 +66,12 @@ grpc::ChannelArguments ChannelArgumentsFor(const ChannelOptions& options) {
   if (!options.server_name.empty()) {
     arguments.SetSslTargetNameOverride(options.server_name);
   }
+  if (options.health_checked) {
+    // gRPC's client-side health checking; pick_first ignores it.
+    arguments.SetServiceConfigJSON(
+        R"({"loadBalancingConfig": [{"round_robin": {}}],)"
+        R"( "healthCheckConfig": {"serviceName": ""}})");
+  }
   return arguments;
 }
 

@@ -34,6 +34,12 @@ struct ChannelOptions {
   // The name checked against the server's certificate instead of the
   // target's host (e.g. when connecting by IP address); empty: the host.
   std::string server_name;
+  // Client-side health checking: the channel balances with round_robin and
+  // watches the server's grpc.health.v1 status (service ""); while it is
+  // not SERVING (e.g. a draining memplan-server, Server::Shutdown) the
+  // channel sends no call: calls fail UNAVAILABLE at once, or wait with
+  // wait_for_ready. The first call waits for the first status.
+  bool health_checked = false;
 
   bool tls_enabled() const {
     return tls || !ca_file.empty() || !cert_file.empty() ||
@@ -48,8 +54,10 @@ struct ChannelOptions {
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>
 ChannelCredentialsFor(const ChannelOptions& options);
 
-// Returns the channel arguments of CreateChannel: responses of any size and,
-// with options.server_name, GRPC_SSL_TARGET_NAME_OVERRIDE_ARG.
+// Returns the channel arguments of CreateChannel: responses of any size;
+// with options.server_name, GRPC_SSL_TARGET_NAME_OVERRIDE_ARG; with
+// options.health_checked, a service config with round_robin and
+// healthCheckConfig.
 grpc::ChannelArguments ChannelArgumentsFor(const ChannelOptions& options);
 
 // Returns a channel to `target` as `options` say, accepting responses of

@@ -36,7 +36,9 @@
 // --tls_key_file=PEM (a client certificate, for mutual TLS),
 // --tls_server_name=NAME (the name to check in the server's certificate),
 // and --auth_token=TOKEN or --auth_token_file=FILE (sent as
-// "authorization: Bearer TOKEN" on memplan.v1 calls).
+// "authorization: Bearer TOKEN" on memplan.v1 calls), and --health_check
+// (send calls only while the server's health status is SERVING:
+// ChannelOptions::health_checked).
 //
 // Exit status: 0 when every file was planned (or the server is SERVING, or
 // every load-test call succeeded); 1 when any call or file failed, with
@@ -136,6 +138,10 @@ ABSL_FLAG(std::string, auth_token, "",
           "--auth_token_file");
 ABSL_FLAG(std::string, auth_token_file, "",
           "file whose first line is the bearer token to send");
+ABSL_FLAG(bool, health_check, false,
+          "client-side health checking: send calls only while the server's "
+          "grpc.health.v1 status is SERVING (a draining server gets none; "
+          "they fail UNAVAILABLE without reaching it)");
 ABSL_FLAG(double, rate, 0,
           "loadtest: > 0: start calls at this many per second (at most "
           "--in_flight in flight); 0: as fast as --in_flight allows");
@@ -162,7 +168,7 @@ constexpr char kUsage[] =
     "\n"
     "TLS: --tls or --tls_ca_file=PEM [--tls_cert_file=PEM --tls_key_file=PEM]\n"
     "[--tls_server_name=NAME]; bearer token: --auth_token=TOKEN or\n"
-    "--auth_token_file=FILE.\n"
+    "--auth_token_file=FILE; --health_check: send only while SERVING.\n"
     "\n"
     "FILE is a corpus JSON file (*.json) or a MiniMalloc CSV (*.csv, header\n"
     "id,lower,upper,size, optionally alignment and offset: an offset pins\n"
@@ -213,6 +219,7 @@ ChannelOptions ChannelOptionsFromFlags() {
   options.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   options.key_file = absl::GetFlag(FLAGS_tls_key_file);
   options.server_name = absl::GetFlag(FLAGS_tls_server_name);
+  options.health_checked = absl::GetFlag(FLAGS_health_check);
   return options;
 }
 

@@ -2,6 +2,7 @@
 //
 //   memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES]
 //                  [--worker_threads=N] [--shutdown_grace=DURATION]
+//                  [--shutdown_lame_duck=DURATION]
 //                  [--cache_bytes=BYTES] [--redis=HOST:PORT]
 //                  [--redis_ttl=DURATION] [--redis_timeout=DURATION]
 //                  [--tls_cert_file=PEM --tls_key_file=PEM
@@ -21,9 +22,11 @@
 // (the bound port, also for --listen=HOST:0), after "memplan-server metrics
 // on http://HOST:PORT/metrics" when --metrics_listen is set. Then one log
 // line per call on stderr (server/call_log.h) at --log_level and above. On
-// SIGINT or SIGTERM it stops accepting calls (a call started afterwards
-// gets UNAVAILABLE), lets calls in flight finish within --shutdown_grace,
-// cancels the rest, and exits 0, printing "memplan-server: stopped; " and
+// SIGINT or SIGTERM it turns NOT_SERVING and answers every new call
+// UNAVAILABLE unprocessed for up to --shutdown_lame_duck (less once no call
+// came for 100 ms: Server::Shutdown), then stops accepting calls (a call
+// started afterwards gets UNAVAILABLE), lets calls in flight finish within
+// --shutdown_grace, cancels the rest, and exits 0, printing "memplan-server: stopped; " and
 // what it did (ServiceCounters: planner runs, PlanMemory responses by cache
 // status, ...). Exits 2 for flags that are out of range or do not go
 // together (e.g. --tls_key_file without --tls_cert_file) or name a file
@@ -57,6 +60,10 @@ ABSL_FLAG(int32_t, worker_threads, 0,
           "(more wait in order); 0 means the hardware threads, at least 2");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGINT/SIGTERM, how long calls in flight may still run");
+ABSL_FLAG(absl::Duration, shutdown_lame_duck, absl::Seconds(2),
+          "on SIGINT/SIGTERM, first report NOT_SERVING and answer new calls "
+          "UNAVAILABLE (unprocessed) for up to this long, ending once no "
+          "call came for 100ms; then stop accepting. 0: stop at once");
 ABSL_FLAG(int64_t, cache_bytes, int64_t{256} << 20,
           "bytes the in-process plan cache may hold; 0: no cache");
 ABSL_FLAG(std::string, redis, "",
@@ -131,7 +138,8 @@ int main(int argc, char** argv) {
       "Serves memplan.v1.MemoryPlanner (with gRPC health and reflection) "
       "until SIGINT or SIGTERM.\n"
       "Usage: memplan-server [--listen=HOST:PORT] [--max_message_bytes=BYTES] "
-      "[--worker_threads=N] [--shutdown_grace=DURATION] [--cache_bytes=BYTES] "
+      "[--worker_threads=N] [--shutdown_grace=DURATION] "
+      "[--shutdown_lame_duck=DURATION] [--cache_bytes=BYTES] "
       "[--redis=HOST:PORT] [--redis_ttl=DURATION] [--redis_timeout=DURATION] "
       "[--tls_cert_file=PEM --tls_key_file=PEM [--tls_client_ca_file=PEM]] "
       "[--auth_tokens_file=FILE] [--max_buffers=N] [--max_events=N] "
@@ -198,6 +206,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "memplan-server: --shutdown_grace must be >= 0\n");
     return 2;
   }
+  if (absl::GetFlag(FLAGS_shutdown_lame_duck) < absl::ZeroDuration()) {
+    std::fprintf(stderr,
+                 "memplan-server: --shutdown_lame_duck must be >= 0\n");
+    return 2;
+  }
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.trace_dir = absl::GetFlag(FLAGS_trace_dir);
   options.trace_dir_max_bytes = absl::GetFlag(FLAGS_trace_dir_max_bytes);
@@ -232,7 +245,8 @@ int main(int argc, char** argv) {
   sigwait(&signals, &signal_number);
   std::fprintf(stderr, "memplan-server: %s, shutting down\n",
                signal_number == SIGINT ? "SIGINT" : "SIGTERM");
-  server.Shutdown(absl::GetFlag(FLAGS_shutdown_grace));
+  server.Shutdown(absl::GetFlag(FLAGS_shutdown_grace),
+                  absl::GetFlag(FLAGS_shutdown_lame_duck));
   std::fprintf(stderr, "memplan-server: stopped; %s\n",
                server.service().counters().ToString().c_str());
   return 0;

@@ -200,12 +200,31 @@ std::shared_ptr<grpc::Channel> Server::InProcessChannel() {
   return server_->InProcessChannel(arguments);
 }
 
-void Server::Shutdown(absl::Duration grace) {
+void Server::Shutdown(absl::Duration grace, absl::Duration lame_duck) {
   if (server_ == nullptr || shut_down_) return;
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  if (lame_duck > absl::ZeroDuration()) LameDuck(lame_duck);
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
+}
+
+void Server::LameDuck(absl::Duration longest) {
+  service_->StartDraining();
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + longest;
+  int64_t refused = service_->counters().refused_draining;
+  absl::Time quiet_since = start;
+  while (true) {
+    const absl::Time now = absl::Now();
+    if (now >= end || now - quiet_since >= kQuietPeriod) return;
+    absl::SleepFor(std::min(kQuietPeriod / 10, end - now));
+    const int64_t refused_now = service_->counters().refused_draining;
+    if (refused_now != refused) {
+      refused = refused_now;
+      quiet_since = absl::Now();
+    }
+  }
 }
 
 }  // namespace memplan

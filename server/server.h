@@ -163,9 +163,27 @@ class Server {
   // Marks the health status NOT_SERVING, stops accepting calls, lets calls
   // in flight finish for up to `grace`, then cancels the rest. Returns when
   // all calls are done. Idempotent.
-  void Shutdown(absl::Duration grace);
+  //
+  // With a `lame_duck` above zero it first drains for up to that long: the
+  // health status is NOT_SERVING (clients that watch it, such as channels
+  // with ChannelOptions::health_checked, stop sending) and every new
+  // memplan.v1 call is answered UNAVAILABLE unprocessed
+  // (MemoryPlannerService::StartDraining). The phase ends early once
+  // kQuietPeriod passes with no call refused. Then it stops accepting.
+  // Why: gRPC 1.51 cancels (CANCELLED) a call whose stream arrives between
+  // the start of grpc::Server::Shutdown and its GOAWAY reaching the client;
+  // stopping once clients have gone quiet makes that window empty.
+  void Shutdown(absl::Duration grace,
+                absl::Duration lame_duck = absl::ZeroDuration());
+
+  // How long no call may be refused before the lame-duck phase of Shutdown
+  // ends early.
+  static constexpr absl::Duration kQuietPeriod = absl::Milliseconds(100);
 
  private:
+  // The lame-duck phase of Shutdown: drains for up to `longest`.
+  void LameDuck(absl::Duration longest);
+
   Options options_;
   // The service's observers, before it: they outlive it.
   ServiceMetrics metrics_;

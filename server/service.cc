@@ -393,7 +393,8 @@ std::string ServiceCounters::ToString() const {
       "calls=", calls, " planner_runs=", planner_runs,
       " cache_miss=", cache_miss,
       " cache_local=", cache_local, " cache_redis=", cache_redis,
-      " flight_followers=", flight_followers, " cache: ", cache.ToString(),
+      " flight_followers=", flight_followers,
+      " refused_draining=", refused_draining, " cache: ", cache.ToString(),
       redis.has_value() ? absl::StrCat(" redis: ", redis->ToString()) : "");
 }
 
@@ -425,6 +426,7 @@ grpc::ServerUnaryReactor* MemoryPlannerService::PlanMemory(
   calls_.fetch_add(1, std::memory_order_relaxed);
   auto* call = new Call(*this, *context, *response, kPlanMemory,
                         *v1::PlanMemoryRequest::descriptor());
+  if (RefuseWhileDraining(call)) return call;
   if (auth_ != nullptr) {
     if (absl::Status status = auth_->Authenticate(context->client_metadata());
         !status.ok()) {
@@ -675,6 +677,7 @@ grpc::ServerUnaryReactor* MemoryPlannerService::GetPlan(
     grpc::ByteBuffer* response) {
   auto* call = new Call(*this, *context, *response, kGetPlan,
                         *v1::GetPlanRequest::descriptor());
+  if (RefuseWhileDraining(call)) return call;
   if (auth_ != nullptr) {
     if (absl::Status status = auth_->Authenticate(context->client_metadata());
         !status.ok()) {
@@ -872,6 +875,14 @@ void MemoryPlannerService::Count(v1::CacheStatus cache) {
   }
 }
 
+bool MemoryPlannerService::RefuseWhileDraining(Call* call) {
+  if (!draining_.load(std::memory_order_acquire)) return false;
+  refused_draining_.fetch_add(1, std::memory_order_relaxed);
+  call->Fail(absl::UnavailableError(
+      "the server is shutting down; the call was not processed, retry it"));
+  return true;
+}
+
 ServiceCounters MemoryPlannerService::counters() const {
   ServiceCounters counters;
   counters.calls = calls_.load(std::memory_order_relaxed);
@@ -881,6 +892,8 @@ ServiceCounters MemoryPlannerService::counters() const {
   counters.cache_redis = cache_redis_.load(std::memory_order_relaxed);
   counters.flight_followers =
       flight_followers_.load(std::memory_order_relaxed);
+  counters.refused_draining =
+      refused_draining_.load(std::memory_order_relaxed);
   counters.cache = cache_.counters();
   if (redis_ != nullptr) counters.redis = redis_->counters();
   return counters;

@@ -79,6 +79,10 @@ struct ServiceCounters {
   int64_t cache_local = 0;       // ... LOCAL
   int64_t cache_redis = 0;       // ... REDIS
   int64_t flight_followers = 0;  // calls that waited for an identical one
+  // Calls (PlanMemory and GetPlan) answered UNAVAILABLE unprocessed because
+  // the service was draining (StartDraining); their PlanMemory calls are
+  // in `calls` too.
+  int64_t refused_draining = 0;
   PlanCacheCounters cache;       // the in-process cache
   std::optional<RedisCounters> redis;  // the Redis cache, when configured
 
@@ -177,6 +181,14 @@ class MemoryPlannerService final
 
   ServiceCounters counters() const;
 
+  // Starts the lame-duck phase of a shutdown: from now on every PlanMemory
+  // and GetPlan call is answered UNAVAILABLE ("the server is shutting
+  // down") before anything of it is read, so a client may retry it on
+  // another replica; calls already taken on are finished as usual. Health
+  // checks are the server's (server/server.h sets them NOT_SERVING).
+  // Cannot be undone.
+  void StartDraining() { draining_.store(true, std::memory_order_release); }
+
  private:
   class Call;
 
@@ -232,6 +244,9 @@ class MemoryPlannerService final
   // and the log.
   void CallStarted(const char* method);
   void CallFinished(const CallRecord& record);
+  // Answers `call` UNAVAILABLE and returns true when the service is
+  // draining (StartDraining); returns false otherwise.
+  bool RefuseWhileDraining(Call* call);
   // Counts a PlanMemory response of `cache` status.
   void Count(v1::CacheStatus cache);
 
@@ -254,6 +269,8 @@ class MemoryPlannerService final
   std::atomic<int64_t> cache_local_{0};
   std::atomic<int64_t> cache_redis_{0};
   std::atomic<int64_t> flight_followers_{0};
+  std::atomic<int64_t> refused_draining_{0};
+  std::atomic<bool> draining_{false};
 
   // Declared last, so destroyed first: its threads finish the queued work
   // and stop before the caches they use go.

@@ -204,15 +204,17 @@ class KubernetesTest(unittest.TestCase):
     def test_config_map_values(self):
         data = self.get("ConfigMap", "memplan-config")["data"]
         for key in ("MEMPLAN_REDIS_TTL", "MEMPLAN_REDIS_TIMEOUT",
-                    "MEMPLAN_SHUTDOWN_GRACE"):
+                    "MEMPLAN_SHUTDOWN_GRACE", "MEMPLAN_SHUTDOWN_LAME_DUCK"):
             parse_duration_seconds(data[key])
         self.assertGreater(int(data["MEMPLAN_CACHE_BYTES"]), 0)
-        # The drain fits in the pod's grace period after the preStop pause.
+        # The lame duck and the drain fit in the pod's grace period after
+        # the preStop pause.
         pod = self.get("Deployment", "memplan")["spec"]["template"]["spec"]
         container = self.container(self.get("Deployment", "memplan"), "memplan")
         pause = float(container["lifecycle"]["preStop"]["exec"]["command"][1])
         self.assertLess(
-            pause + parse_duration_seconds(data["MEMPLAN_SHUTDOWN_GRACE"]),
+            pause + parse_duration_seconds(data["MEMPLAN_SHUTDOWN_GRACE"]) +
+            parse_duration_seconds(data["MEMPLAN_SHUTDOWN_LAME_DUCK"]),
             pod["terminationGracePeriodSeconds"])
 
     def test_redis_address_names_the_redis_service(self):
@@ -311,8 +313,10 @@ class ComposeTest(unittest.TestCase):
         self.assertEqual(services["memplan"]["depends_on"][host]["condition"],
                          "service_healthy")
         grace = [arg.split("=", 1)[1] for arg in command
-                 if arg.startswith("--shutdown_grace=")]
-        self.assertLess(parse_duration_seconds(grace[0]),
+                 if arg.startswith(("--shutdown_grace=",
+                                    "--shutdown_lame_duck="))]
+        self.assertEqual(len(grace), 2)
+        self.assertLess(sum(parse_duration_seconds(g) for g in grace),
                         parse_duration_seconds(
                             services["memplan"]["stop_grace_period"]))
 

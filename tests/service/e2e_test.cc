@@ -311,6 +311,13 @@ TEST_F(EndToEndTest, LoadTestChecksEveryCall) {
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_THAT(refused.out, HasSubstr("10 (10 failed)"));
   EXPECT_THAT(refused.out, HasSubstr("RESOURCE_EXHAUSTED"));
+  // With client-side health checking the calls wait for the server's
+  // first SERVING status, then go through.
+  const RunResult checked = Memplan({"loadtest", "--calls=50",
+                                     "--health_check", "--strategy=inductor",
+                                     file});
+  ASSERT_EQ(checked.exit_code, 0) << checked.err << checked.out;
+  EXPECT_THAT(checked.out, HasSubstr("50 (0 failed)"));
 }
 
 // The body h2load sends: one gRPC message, the 5-byte prefix (not

@@ -3,10 +3,11 @@
 // while a fault strikes:
 //   - Redis is killed, then comes back: no call fails (the server plans
 //     locally meanwhile);
-//   - the server gets SIGTERM: every call it received completes OK (the
+//   - the server gets SIGTERM: every call it took on completes OK (the
 //     calls the client saw succeed are exactly those the server counted
 //     when it stopped), every other call fails unprocessed, and the process
-//     exits 0.
+//     exits 0; with a health-checked client every such call fails
+//     UNAVAILABLE.
 // Each is bounded to a few seconds.
 #include <cstdint>
 #include <string>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/client.h"
 #include "client/load_test.h"
 #include "tests/service/processes.h"
 #include "tests/service/test_requests.h"
@@ -35,10 +37,11 @@ constexpr char kRedisServer[] = MEMPLAN_REDIS_SERVER;
 // Runs a load test against `address` on another thread until Join.
 class BackgroundLoad {
  public:
-  BackgroundLoad(const std::string& address, LoadTestOptions options)
-      : thread_([this, address, options] {
-          report_ = RunLoadTest(CreateLoadTestChannel(address), Request(),
-                                options);
+  BackgroundLoad(const std::string& address, LoadTestOptions options,
+                 ChannelOptions channel = ChannelOptions())
+      : thread_([this, address, options, channel] {
+          report_ = RunLoadTest(*CreateLoadTestChannel(address, channel),
+                                Request(), options);
         }) {}
 
   // Waits for the run to end and returns its report.
@@ -107,19 +110,75 @@ TEST(FaultTest, RedisKilledDuringALoadRunFailsNoCall) {
   EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
 }
 
-// Every call the server received is answered OK and reaches the client;
-// every other call fails without being processed: UNAVAILABLE (refused:
-// sent after the server's GOAWAY, or to the closed port), or CANCELLED.
-// CANCELLED comes from gRPC 1.51 itself: a call whose stream arrives
-// between the start of grpc::Server::Shutdown and the GOAWAY reaching the
-// client is cancelled by gRPC before any handler sees it (the "calls"
-// counter the server prints when it stops counts the calls its handler
-// received, so such a call is not in it).
-TEST(FaultTest, SigtermDuringALoadRunLosesNoAnsweredCall) {
+// Checks what a SIGTERM during `report`'s load run left in the server's
+// `log`: every call the server took on (received and not refused while
+// draining) was answered, every answer reached its client, and the calls
+// refused while draining (UNAVAILABLE) are among the client's failures.
+void ExpectEveryTakenCallAnswered(const LoadTestReport& report,
+                                  const std::string& log) {
+  const int64_t received = StoppedCounter(log, "calls");
+  const int64_t refused = StoppedCounter(log, "refused_draining");
+  const int64_t answered = StoppedCounter(log, "cache_miss") +
+                           StoppedCounter(log, "cache_local") +
+                           StoppedCounter(log, "cache_redis");
+  ASSERT_GE(StoppedCounter(log, "cache_miss"), 0) << log;
+  ASSERT_GE(refused, 0) << log;
+  EXPECT_GT(answered, 100) << log;
+  // Processed means answered: no call was taken on and then failed ...
+  EXPECT_EQ(received - refused, answered) << log;
+  // ... and every answer reached its client.
+  EXPECT_EQ(report.calls - report.failures, answered)
+      << report.ToString() << log;
+  const auto unavailable =
+      report.failures_by_code.find(absl::StatusCode::kUnavailable);
+  EXPECT_GE(unavailable == report.failures_by_code.end()
+                ? 0
+                : unavailable->second,
+            refused)
+      << report.ToString() << log;
+}
+
+// A client that watches the server's health (ChannelOptions::
+// health_checked) stops sending once the draining server turns
+// NOT_SERVING, so the server stops accepting only after its clients went
+// quiet: every call either completes or fails UNAVAILABLE unprocessed
+// (refused while draining, failed by the client's channel while the server
+// is NOT_SERVING, or sent to the closed port).
+TEST(FaultTest, SigtermDuringAHealthCheckedLoadRunFailsOnlyUnavailable) {
   ServerProcess server;
   ASSERT_EQ(server.Start(kServerBinary, {"--shutdown_grace=10s"}),
             absl::OkStatus());
-  // The run outlasts the server: calls after it stopped fail UNAVAILABLE.
+  ChannelOptions channel;
+  channel.health_checked = true;
+  // The run outlasts the server.
+  BackgroundLoad load(server.address(), MissesFor(absl::Seconds(3)), channel);
+  absl::SleepFor(absl::Seconds(1.5));
+  EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
+  const absl::StatusOr<LoadTestReport> report = load.Join();
+
+  ASSERT_TRUE(report.ok()) << report.status();
+  const std::string log = server.stderr_text();
+  ExpectEveryTakenCallAnswered(*report, log);
+  EXPECT_GT(report->failures, 0) << report->ToString();
+  for (const auto& [code, count] : report->failures_by_code) {
+    EXPECT_EQ(code, absl::StatusCode::kUnavailable)
+        << count << " calls: " << report->ToString() << log;
+  }
+}
+
+// A client that ignores the server's health keeps sending while the server
+// drains: those calls are refused UNAVAILABLE unprocessed for the whole
+// lame-duck phase. When it ends the server stops accepting while calls
+// still arrive, and gRPC 1.51 itself cancels (CANCELLED) a call whose
+// stream arrives between the start of grpc::Server::Shutdown and the
+// GOAWAY reaching the client, before any handler sees it; so such a client
+// sees UNAVAILABLE and, for a few calls, CANCELLED, never a call processed
+// and lost.
+TEST(FaultTest, SigtermDuringAPlainLoadRunRefusesCallsWhileDraining) {
+  ServerProcess server;
+  ASSERT_EQ(server.Start(kServerBinary, {"--shutdown_grace=10s",
+                                         "--shutdown_lame_duck=1s"}),
+            absl::OkStatus());
   BackgroundLoad load(server.address(), MissesFor(absl::Seconds(3)));
   absl::SleepFor(absl::Seconds(1.5));
   EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
@@ -127,17 +186,8 @@ TEST(FaultTest, SigtermDuringALoadRunLosesNoAnsweredCall) {
 
   ASSERT_TRUE(report.ok()) << report.status();
   const std::string log = server.stderr_text();
-  const int64_t received = StoppedCounter(log, "calls");
-  const int64_t answered = StoppedCounter(log, "cache_miss") +
-                           StoppedCounter(log, "cache_local") +
-                           StoppedCounter(log, "cache_redis");
-  ASSERT_GE(StoppedCounter(log, "cache_miss"), 0) << log;
-  EXPECT_GT(answered, 100) << log;
-  // Processed means answered: no call was taken on and then failed ...
-  EXPECT_EQ(received, answered) << log;
-  // ... and every answer reached its client.
-  EXPECT_EQ(report->calls - report->failures, answered)
-      << report->ToString() << log;
+  ExpectEveryTakenCallAnswered(*report, log);
+  EXPECT_GT(StoppedCounter(log, "refused_draining"), 0) << log;
   for (const auto& [code, count] : report->failures_by_code) {
     EXPECT_TRUE(code == absl::StatusCode::kUnavailable ||
                 code == absl::StatusCode::kCancelled)

@@ -194,6 +194,7 @@ TEST(FlagsEndToEndTest, FlagsThatDoNotGoTogetherExitTwo) {
            {"--keepalive_time=0s"},
            {"--max_threads=0"},
            {"--shutdown_grace=-1s"},
+           {"--shutdown_lame_duck=-1s"},
            {"--auth_tokens_file=" + WriteFile("empty", "# none\n")}}) {
     std::vector<std::string> argv = {kServerBinary, "--listen=127.0.0.1:0"};
     argv.insert(argv.end(), flags.begin(), flags.end());
