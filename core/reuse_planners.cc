@@ -834,28 +834,39 @@ std::ostream& operator<<(std::ostream& os, const NncDecision& decision) {
   return os;
 }
 
-absl::StatusOr<Plan> ReusePlanner::PlanProblem(
-    const Problem& problem, const PlanContext& context) const {
-  absl::Status status = CheckNoFixedOffsets(problem, name());
+namespace {
+
+// The part the two planners share: the checks, Inductor's program of the
+// problem, `pass` (the program to a plan), and the planner run over all
+// devices named `name`.
+template <typename Pass>
+absl::StatusOr<Plan> PlanOverProgram(const Problem& problem,
+                                     const PlanContext& context,
+                                     absl::string_view name, Pass pass) {
+  absl::Status status = CheckNoFixedOffsets(problem, name);
   if (!status.ok()) return status;
   const absl::Time start = absl::Now();
   absl::StatusOr<Program> program = MakeProgram(problem, context);
   if (!program.ok()) return program.status();
-  absl::StatusOr<Plan> plan = ReusePass(problem, *program).Run(context);
-  if (plan.ok()) AddRunOverAllDevices("reuse", start, *plan);
+  absl::StatusOr<Plan> plan = pass(*program);
+  if (plan.ok()) AddRunOverAllDevices(name, start, *plan);
   return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<Plan> ReusePlanner::PlanProblem(
+    const Problem& problem, const PlanContext& context) const {
+  return PlanOverProgram(problem, context, name(), [&](const Program& program) {
+    return ReusePass(problem, program).Run(context);
+  });
 }
 
 absl::StatusOr<Plan> NncPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
-  absl::Status status = CheckNoFixedOffsets(problem, name());
-  if (!status.ok()) return status;
-  const absl::Time start = absl::Now();
-  absl::StatusOr<Program> program = MakeProgram(problem, context);
-  if (!program.ok()) return program.status();
-  absl::StatusOr<Plan> plan = PlanNnc(problem, *program, context);
-  if (plan.ok()) AddRunOverAllDevices("nnc", start, *plan);
-  return plan;
+  return PlanOverProgram(problem, context, name(), [&](const Program& program) {
+    return PlanNnc(problem, program, context);
+  });
 }
 
 }  // namespace memplan
