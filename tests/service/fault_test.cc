@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -138,6 +139,24 @@ void ExpectEveryTakenCallAnswered(const LoadTestReport& report,
       << report.ToString() << log;
 }
 
+// What a SIGTERM 1.5 s into a 3 s load run (a client on `channel`) left.
+struct SigtermRun {
+  absl::StatusOr<LoadTestReport> report;
+  std::string log;  // the server's stderr
+};
+
+// Starts memplan-server with `flags`, sends it SIGTERM 1.5 s into a 3 s
+// load run (which so outlasts the server), and expects it to exit 0.
+SigtermRun SigtermDuringALoadRun(const std::vector<std::string>& flags,
+                                 const ChannelOptions& channel) {
+  ServerProcess server;
+  EXPECT_EQ(server.Start(kServerBinary, flags), absl::OkStatus());
+  BackgroundLoad load(server.address(), MissesFor(absl::Seconds(3)), channel);
+  absl::SleepFor(absl::Seconds(1.5));
+  EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
+  return SigtermRun{load.Join(), server.stderr_text()};
+}
+
 // A client that watches the server's health (ChannelOptions::
 // health_checked) stops sending once the draining server turns
 // NOT_SERVING, so the server stops accepting only after its clients went
@@ -145,19 +164,13 @@ void ExpectEveryTakenCallAnswered(const LoadTestReport& report,
 // (refused while draining, failed by the client's channel while the server
 // is NOT_SERVING, or sent to the closed port).
 TEST(FaultTest, SigtermDuringAHealthCheckedLoadRunFailsOnlyUnavailable) {
-  ServerProcess server;
-  ASSERT_EQ(server.Start(kServerBinary, {"--shutdown_grace=10s"}),
-            absl::OkStatus());
   ChannelOptions channel;
   channel.health_checked = true;
-  // The run outlasts the server.
-  BackgroundLoad load(server.address(), MissesFor(absl::Seconds(3)), channel);
-  absl::SleepFor(absl::Seconds(1.5));
-  EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
-  const absl::StatusOr<LoadTestReport> report = load.Join();
-
+  const SigtermRun run =
+      SigtermDuringALoadRun({"--shutdown_grace=10s"}, channel);
+  const absl::StatusOr<LoadTestReport>& report = run.report;
+  const std::string& log = run.log;
   ASSERT_TRUE(report.ok()) << report.status();
-  const std::string log = server.stderr_text();
   ExpectEveryTakenCallAnswered(*report, log);
   EXPECT_GT(report->failures, 0) << report->ToString();
   for (const auto& [code, count] : report->failures_by_code) {
@@ -175,17 +188,11 @@ TEST(FaultTest, SigtermDuringAHealthCheckedLoadRunFailsOnlyUnavailable) {
 // sees UNAVAILABLE and, for a few calls, CANCELLED, never a call processed
 // and lost.
 TEST(FaultTest, SigtermDuringAPlainLoadRunRefusesCallsWhileDraining) {
-  ServerProcess server;
-  ASSERT_EQ(server.Start(kServerBinary, {"--shutdown_grace=10s",
-                                         "--shutdown_lame_duck=1s"}),
-            absl::OkStatus());
-  BackgroundLoad load(server.address(), MissesFor(absl::Seconds(3)));
-  absl::SleepFor(absl::Seconds(1.5));
-  EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
-  const absl::StatusOr<LoadTestReport> report = load.Join();
-
+  const SigtermRun run = SigtermDuringALoadRun(
+      {"--shutdown_grace=10s", "--shutdown_lame_duck=1s"}, ChannelOptions());
+  const absl::StatusOr<LoadTestReport>& report = run.report;
+  const std::string& log = run.log;
   ASSERT_TRUE(report.ok()) << report.status();
-  const std::string log = server.stderr_text();
   ExpectEveryTakenCallAnswered(*report, log);
   EXPECT_GT(StoppedCounter(log, "refused_draining"), 0) << log;
   for (const auto& [code, count] : report->failures_by_code) {
