@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
@@ -88,6 +89,10 @@ struct Node {
   FreeTime free_time;  // neutral for allocations and empty space
   absl::InlinedVector<NodeId, 2> children;  // kTemporal
   LiveRanges live_ranges;
+  NodeId parent = kNoNode;  // kNoNode: a pool's root
+  // A chain split (Allocator::Chain) holds its chain and index there.
+  int32_t chain = -1;
+  int32_t chain_index = -1;
 };
 
 // One buffer to place (Inductor's Allocation).
@@ -198,6 +203,7 @@ class Allocator {
   }
   NodeId NewTemporal(absl::InlinedVector<NodeId, 2> children) {
     NodeId id = NewNode(NodeKind::kTemporal);
+    for (NodeId child : children) nodes_[child].parent = id;
     nodes_[id].children = std::move(children);
     Summarize(id);
     return id;
@@ -206,6 +212,8 @@ class Allocator {
     NodeId id = NewNode(NodeKind::kSpatial);
     nodes_[id].left = left;
     nodes_[id].right = right;
+    nodes_[left].parent = id;
+    nodes_[right].parent = id;
     Summarize(id);
     return id;
   }
@@ -221,9 +229,41 @@ class Allocator {
   // Recomputes size_hint and free_time of a split from its children and its
   // own live_ranges.
   void RecomputeFromChildren(NodeId id);
-  // After `block` was placed at the end of path_: updates every split on
-  // path_, deepest first; each gained exactly the block's live range.
-  void UpdatePath(int32_t block);
+  // After `block` was placed in split `placed`: updates it and every node
+  // above it up to its pool's root, deepest first; each gained exactly the
+  // block's live range.
+  void UpdatePath(NodeId placed, int32_t block);
+
+  // A chain: splits that AllocateAtEnd stacked, each a TemporalSplit
+  // whose one child is a SpatialSplit whose left is the split below:
+  //
+  //   nodes[k]  Temporal{ Spatial(nodes[k-1], right_k) }
+  //   ...
+  //   nodes[0]  Temporal{ Spatial(any node, right_0) }
+  //
+  // Going down a chain, each split holds the one below it, so its live
+  // ranges, size_hint and free_time contain the lower one's: whether the
+  // walk goes on down (Continues) is monotone along a chain, and where it
+  // stops is found by binary search instead of visiting every level. A
+  // split that takes a second child (PlaceInTemporal) breaks: it stays in
+  // nodes, listed in `broken`, and no search passes it.
+  struct Chain {
+    std::vector<NodeId> nodes;        // bottom first
+    absl::btree_set<int32_t> broken;  // indices into nodes
+  };
+  // Makes `top` (a new pool root over `below`) a chain split: on top of
+  // below's chain when below is an unbroken chain top, else a new chain.
+  void ExtendChain(NodeId top, NodeId below);
+  // Whether the walk, at chain split `split` with is_last false, goes on
+  // down through it: its SpatialSplit passes the pruning test, the split
+  // is large enough and its child overlaps the block.
+  bool Continues(NodeId split, const Block& block) const;
+  // At chain split `split`, which the walk (with `is_last`) goes down
+  // through: skips the levels below that it would go on through
+  // (Continues), puts their right halves aside as one frame, and returns
+  // the node the walk reaches next (is_last false); kNoNode when there is
+  // nothing to skip (the walk goes on as usual).
+  NodeId SkipDownChain(NodeId split, bool is_last, const Block& block);
   // Returns get_live_ranges(id).overlaps(block's live range).
   bool OverlapsBlock(NodeId id, const Block& block) const {
     return nodes_[id].live_ranges.Overlaps(block.live_range);
@@ -286,13 +326,18 @@ class Allocator {
 
   std::vector<DevicePools> device_pools_;
   // Scratch space reused across calls.
+  // A right half put aside: `node` with `is_last`; or, when chain >= 0,
+  // the right halves of chain nodes [from, top] of that chain, tried from
+  // `from` up (the last with `is_last`, the others not).
   struct Frame {
     NodeId node;
     bool is_last;
-    int32_t depth;  // index of `node` in path_
+    int32_t chain = -1;
+    int32_t from = 0;
+    int32_t top = 0;
   };
   std::vector<Frame> search_stack_;
-  std::vector<NodeId> path_;  // root..target of an allocation
+  std::vector<Chain> chains_;
   std::vector<LiveRange> range_scratch_;
   uint64_t steps_ = 0;        // tree nodes visited, for deadline checks
 };
@@ -339,21 +384,43 @@ void Allocator::RecomputeFromChildren(NodeId id) {
   node.size_hint = size;
 }
 
-void Allocator::UpdatePath(int32_t block) {
+void Allocator::UpdatePath(NodeId placed, int32_t block) {
   const LiveRange range = blocks_[block].live_range;
-  for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
-    Node& node = nodes_[*it];
+  for (NodeId id = placed; id != kNoNode; id = nodes_[id].parent) {
+    Node& node = nodes_[id];
     const Bytes old_size = node.size_hint;
     const FreeTime old_free_time = node.free_time;
     const bool ranges_changed = node.live_ranges.Add(range);
-    RecomputeFromChildren(*it);
+    RecomputeFromChildren(id);
     // Above a split that did not change, nothing changes: each ancestor's
     // ranges already hold the block's, and its children are as they were.
-    if (it != path_.rbegin() && !ranges_changed &&
-        node.size_hint == old_size && node.free_time == old_free_time) {
+    if (id != placed && !ranges_changed && node.size_hint == old_size &&
+        node.free_time == old_free_time) {
       break;
     }
   }
+}
+
+void Allocator::ExtendChain(NodeId top, NodeId below) {
+  const Node& under = nodes_[below];
+  int32_t chain = under.chain;
+  if (chain < 0 || chains_[chain].nodes.back() != below ||
+      under.children.size() != 1) {
+    chain = static_cast<int32_t>(chains_.size());
+    chains_.emplace_back();
+  }
+  nodes_[top].chain = chain;
+  nodes_[top].chain_index = static_cast<int32_t>(chains_[chain].nodes.size());
+  chains_[chain].nodes.push_back(top);
+}
+
+bool Allocator::Continues(NodeId split, const Block& block) const {
+  const Node& node = nodes_[split];
+  const Node& spatial = nodes_[node.children[0]];
+  return (!options_.prune_full_subtrees ||
+          spatial.free_time.MayHold(block.live_range)) &&
+         block.size <= node.size_hint &&
+         spatial.live_ranges.Overlaps(block.live_range);
 }
 
 absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
@@ -362,30 +429,31 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
   // Depth-first, in Inductor's order: a SpatialSplit tries left (never
   // last) before right; a TemporalSplit with one overlapping child hands
   // the block to it. A failed attempt changes nothing, so backtracking is
-  // resuming at the last right half put aside.
+  // resuming at the last right half put aside. Down a chain (Chain) the
+  // levels the walk would pass through are skipped by binary search, and
+  // their right halves put aside as one frame.
   std::vector<Frame>& pending = search_stack_;
   pending.clear();
-  path_.clear();
-  Frame frame{root, is_last, 0};
+  NodeId at = root;
+  bool at_is_last = is_last;
   while (true) {
     if ((++steps_ & 0xFFFF) == 0) {
       absl::Status status = context_.Check();
       if (!status.ok()) return status;
     }
-    path_.resize(frame.depth);
-    path_.push_back(frame.node);
-    const Node& node = nodes_[frame.node];
+    const Node& node = nodes_[at];
     const bool may_hold =
         (node.kind == NodeKind::kTemporal || node.kind == NodeKind::kSpatial) &&
         (!options_.prune_full_subtrees ||
          node.free_time.MayHold(block.live_range));
     if (may_hold && node.kind == NodeKind::kSpatial) {
-      pending.push_back({node.right, frame.is_last, frame.depth + 1});
-      frame = {node.left, false, frame.depth + 1};
+      pending.push_back({node.right, at_is_last});
+      at = node.left;
+      at_is_last = false;
       continue;
     }
     // TemporalSplit._allocate.
-    if (may_hold && (frame.is_last || block.size <= node.size_hint)) {
+    if (may_hold && (at_is_last || block.size <= node.size_hint)) {
       NodeId overlapping = kNoNode;
       bool several_overlap = false;
       for (NodeId child : node.children) {
@@ -397,37 +465,100 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
         overlapping = child;
       }
       if (!several_overlap && overlapping != kNoNode) {
-        frame = {overlapping, frame.is_last, frame.depth + 1};
+        const NodeId below =
+            options_.prune_full_subtrees && node.chain >= 0
+                ? SkipDownChain(at, at_is_last, block)
+                : kNoNode;
+        if (below != kNoNode) {
+          at = below;
+          at_is_last = false;
+        } else {
+          at = overlapping;
+        }
         continue;
       }
       if (!several_overlap) {
-        PlaceInTemporal(frame.node, block_id, node.size_hint);
+        PlaceInTemporal(at, block_id, node.size_hint);
         // Every split on the way down now holds the block (Inductor clears
         // their caches: ClearCacheOnAllocateMixin).
-        UpdatePath(block_id);
+        UpdatePath(at, block_id);
         return true;
       }
     }
     // This subtree cannot take the block: back to the last right half.
     if (pending.empty()) return false;
-    frame = pending.back();
-    pending.pop_back();
+    Frame& last = pending.back();
+    if (last.chain < 0) {
+      at = last.node;
+      at_is_last = last.is_last;
+      pending.pop_back();
+      continue;
+    }
+    const NodeId split = chains_[last.chain].nodes[last.from];
+    at = nodes_[nodes_[split].children[0]].right;
+    at_is_last = last.from == last.top && last.is_last;
+    if (last.from == last.top) {
+      pending.pop_back();
+    } else {
+      ++last.from;
+    }
   }
+}
+
+NodeId Allocator::SkipDownChain(NodeId split, bool is_last,
+                                const Block& block) {
+  const Node& node = nodes_[split];
+  if (node.children.size() != 1) return kNoNode;  // broken
+  // The walk goes on through the split's SpatialSplit only if that passes
+  // the pruning test.
+  if (!nodes_[node.children[0]].free_time.MayHold(block.live_range)) {
+    return kNoNode;
+  }
+  const Chain& chain = chains_[node.chain];
+  const int32_t index = node.chain_index;
+  // The lowest level reachable without passing a broken split.
+  int32_t lowest = 0;
+  const auto broken_above = chain.broken.lower_bound(index);
+  if (broken_above != chain.broken.begin()) {
+    lowest = *std::prev(broken_above) + 1;
+  }
+  if (index - 1 < lowest || !Continues(chain.nodes[index - 1], block)) {
+    return kNoNode;  // at most one level: walk it
+  }
+  // The lowest level the walk goes on through: Continues holds from there
+  // up to index - 1.
+  int32_t low = lowest;
+  int32_t high = index - 1;
+  while (low < high) {
+    const int32_t mid = low + (high - low) / 2;
+    if (Continues(chain.nodes[mid], block)) {
+      high = mid;
+    } else {
+      low = mid + 1;
+    }
+  }
+  search_stack_.push_back({kNoNode, is_last, node.chain, low, index});
+  return nodes_[nodes_[chain.nodes[low]].children[0]].left;
 }
 
 void Allocator::PlaceInTemporal(NodeId split, int32_t block,
                                 Bytes slot_size) {
   const Bytes block_size = blocks_[block].size;
+  if (nodes_[split].chain >= 0) {
+    chains_[nodes_[split].chain].broken.insert(nodes_[split].chain_index);
+  }
   absl::InlinedVector<NodeId, 2>& children = nodes_[split].children;
   if (children.size() == 1 && nodes_[children[0]].kind == NodeKind::kEmpty) {
     children.pop_back();
   }
   if (slot_size == block_size) {
     NodeId allocation = NewAllocation(block);
+    nodes_[allocation].parent = split;
     nodes_[split].children.push_back(allocation);
   } else if (slot_size > block_size) {
     NodeId allocation = NewAllocation(block);
     NodeId spatial = NewSpatialWithSpace(allocation, slot_size - block_size);
+    nodes_[spatial].parent = split;
     nodes_[split].children.push_back(spatial);
   } else {
     // Grow: only on the last pool's right edge (is_last).
@@ -439,6 +570,7 @@ void Allocator::PlaceInTemporal(NodeId split, int32_t block,
       grown.push_back(NewSpatialWithSpace(child, block_size - slot_size));
     }
     grown.push_back(NewAllocation(block));
+    for (NodeId child : grown) nodes_[child].parent = split;
     nodes_[split].children = std::move(grown);
   }
 }
@@ -482,7 +614,9 @@ absl::StatusOr<bool> Allocator::AllocateInPool(PoolState& pool, int32_t block,
 void Allocator::AllocateAtEnd(PoolState& pool, int32_t block) {
   NodeId right = NewTemporal({NewAllocation(block)});
   NodeId spatial = NewSpatial(pool.root, right);
+  const NodeId below = pool.root;
   pool.root = NewTemporal({spatial});
+  ExtendChain(pool.root, below);
   UpdateRestrict(pool, block);
   RefreshGate(pool);
 }

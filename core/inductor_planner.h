@@ -33,8 +33,9 @@ class InductorPlanner : public Planner {
  public:
   struct Options {
     // Skip subtrees in which no TemporalSplit is free for the buffer's live
-    // range. Exact (the plan is the same either way); off only in tests
-    // that check exactly that.
+    // range, and the levels of a chain of pool roots the walk would only
+    // pass through (found by binary search). Exact (the plan is the same
+    // either way); off only in tests that check exactly that.
     bool prune_full_subtrees = true;
   };
 

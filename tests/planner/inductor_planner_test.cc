@@ -207,6 +207,30 @@ TEST(InductorPlannerTest, PruningNeverChangesThePlan) {
   }
 }
 
+// Long graphs build long chains of pool roots (AllocateAtEnd), which the
+// walk skips down by binary search: plans are identical without it, also
+// where chains run hundreds of levels deep and break as splits take second
+// children.
+TEST(InductorPlannerTest, ChainSkippingNeverChangesThePlanOnLongGraphs) {
+  const InductorPlanner skipping;
+  const InductorPlanner walking(
+      InductorPlanner::Options{/*prune_full_subtrees=*/false});
+  for (uint64_t seed = 0; seed < 24; ++seed) {
+    RandomProblemOptions options;
+    options.pool_mode = seed % 2 == 0 ? PoolMode::kIntermediates
+                                      : PoolMode::kCombined;
+    options.min_buffers = 600;
+    options.max_buffers = 1500;
+    options.horizon = seed % 3 == 0 ? 400 : 3000;
+    options.output_fraction = seed % 4 == 0 ? 0.02 : 0.1;
+    Problem problem = RandomProblem(seed, options);
+    absl::StatusOr<Plan> a = skipping.PlanProblem(problem, {});
+    absl::StatusOr<Plan> b = walking.PlanProblem(problem, {});
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(*a, *b) << "seed " << seed;
+  }
+}
+
 // The graph shape that makes Inductor's tree deepest: in `combined` mode,
 // N outputs that all live to the end never share bytes, so each one is
 // appended at the pool's end: sorted by size (descending, stable), buffer
