@@ -247,10 +247,36 @@ class Allocator {
   // stops is found by binary search instead of visiting every level. A
   // split that takes a second child (PlaceInTemporal) breaks: it stays in
   // nodes, listed in `broken`, and no search passes it.
+  //
+  // Backtracking tries the right halves of the levels skipped, bottom up,
+  // and most fail at once (the pruning test, or too small): a copy of what
+  // those tests read, kept beside the chain, lets the walk pass them
+  // without reading their nodes.
+  struct RightHalf {
+    NodeId node;       // the level's SpatialSplit's right
+    Bytes size_hint;   // the node's, kept equal by UpdatePath
+    FreeTime free_time;
+  };
   struct Chain {
     std::vector<NodeId> nodes;        // bottom first
+    std::vector<RightHalf> rights;    // per level, as nodes
     absl::btree_set<int32_t> broken;  // indices into nodes
   };
+  // After the right half of SpatialSplit `spatial` changed: when
+  // `spatial` is a chain level's, refreshes the chain's copy.
+  void RefreshRightHalf(NodeId spatial) {
+    const Node& split = nodes_[nodes_[spatial].parent == kNoNode
+                                   ? spatial
+                                   : nodes_[spatial].parent];
+    if (nodes_[spatial].parent == kNoNode || split.chain < 0 ||
+        split.children[0] != spatial) {
+      return;
+    }
+    RightHalf& copy = chains_[split.chain].rights[split.chain_index];
+    const Node& right = nodes_[copy.node];
+    copy.size_hint = right.size_hint;
+    copy.free_time = right.free_time;
+  }
   // Makes `top` (a new pool root over `below`) a chain split: on top of
   // below's chain when below is an unbroken chain top, else a new chain.
   void ExtendChain(NodeId top, NodeId below);
@@ -386,12 +412,16 @@ void Allocator::RecomputeFromChildren(NodeId id) {
 
 void Allocator::UpdatePath(NodeId placed, int32_t block) {
   const LiveRange range = blocks_[block].live_range;
-  for (NodeId id = placed; id != kNoNode; id = nodes_[id].parent) {
+  NodeId below = kNoNode;
+  for (NodeId id = placed; id != kNoNode; below = id, id = nodes_[id].parent) {
     Node& node = nodes_[id];
     const Bytes old_size = node.size_hint;
     const FreeTime old_free_time = node.free_time;
     const bool ranges_changed = node.live_ranges.Add(range);
     RecomputeFromChildren(id);
+    if (node.kind == NodeKind::kSpatial && below == node.right) {
+      RefreshRightHalf(id);
+    }
     // Above a split that did not change, nothing changes: each ancestor's
     // ranges already hold the block's, and its children are as they were.
     if (id != placed && !ranges_changed && node.size_hint == old_size &&
@@ -412,6 +442,9 @@ void Allocator::ExtendChain(NodeId top, NodeId below) {
   nodes_[top].chain = chain;
   nodes_[top].chain_index = static_cast<int32_t>(chains_[chain].nodes.size());
   chains_[chain].nodes.push_back(top);
+  const NodeId right = nodes_[nodes_[top].children[0]].right;
+  chains_[chain].rights.push_back(
+      {right, nodes_[right].size_hint, nodes_[right].free_time});
 }
 
 bool Allocator::Continues(NodeId split, const Block& block) const {
@@ -494,8 +527,14 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
       pending.pop_back();
       continue;
     }
-    const NodeId split = chains_[last.chain].nodes[last.from];
-    at = nodes_[nodes_[split].children[0]].right;
+    // Right halves below the top that would fail at once are passed.
+    const std::vector<RightHalf>& rights = chains_[last.chain].rights;
+    while (last.from < last.top &&
+           !(block.size <= rights[last.from].size_hint &&
+             rights[last.from].free_time.MayHold(block.live_range))) {
+      ++last.from;
+    }
+    at = rights[last.from].node;
     at_is_last = last.from == last.top && last.is_last;
     if (last.from == last.top) {
       pending.pop_back();
