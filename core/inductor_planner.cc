@@ -251,7 +251,8 @@ class Allocator {
   // Backtracking tries the right halves of the levels skipped, bottom up,
   // and most fail at once (the pruning test, or too small): a copy of what
   // those tests read, kept beside the chain, lets the walk pass them
-  // without reading their nodes.
+  // without reading their nodes. A broken level's copy may go stale (its
+  // SpatialSplit is wrapped when the split grows); no search reads it.
   struct RightHalf {
     NodeId node;       // the level's SpatialSplit's right
     Bytes size_hint;   // the node's, kept equal by UpdatePath
@@ -265,13 +266,10 @@ class Allocator {
   // After the right half of SpatialSplit `spatial` changed: when
   // `spatial` is a chain level's, refreshes the chain's copy.
   void RefreshRightHalf(NodeId spatial) {
-    const Node& split = nodes_[nodes_[spatial].parent == kNoNode
-                                   ? spatial
-                                   : nodes_[spatial].parent];
-    if (nodes_[spatial].parent == kNoNode || split.chain < 0 ||
-        split.children[0] != spatial) {
-      return;
-    }
+    const NodeId parent = nodes_[spatial].parent;
+    if (parent == kNoNode) return;
+    const Node& split = nodes_[parent];
+    if (split.chain < 0 || split.children[0] != spatial) return;
     RightHalf& copy = chains_[split.chain].rights[split.chain_index];
     const Node& right = nodes_[copy.node];
     copy.size_hint = right.size_hint;
