@@ -10,13 +10,6 @@
 namespace memplan {
 namespace {
 
-// Returns `buffers[i] ("first name")`, or `buffers[i]` for a nameless buffer.
-std::string BufferLabel(const Problem& problem, size_t i) {
-  const Buffer& buffer = problem.buffers[i];
-  if (buffer.names.empty()) return absl::StrCat("buffers[", i, "]");
-  return absl::StrCat("buffers[", i, "] (\"", buffer.names[0], "\")");
-}
-
 bool IsPowerOfTwo(Bytes value) { return value > 0 && (value & (value - 1)) == 0; }
 
 absl::Status CheckBuffer(const Problem& problem, size_t i,
@@ -114,6 +107,12 @@ absl::Status ValidateProblem(const Problem& problem) {
     }
   }
   return absl::OkStatus();
+}
+
+std::string BufferLabel(const Problem& problem, size_t i) {
+  const Buffer& buffer = problem.buffers[i];
+  if (buffer.names.empty()) return absl::StrCat("buffers[", i, "]");
+  return absl::StrCat("buffers[", i, "] (\"", buffer.names[0], "\")");
 }
 
 }  // namespace memplan

@@ -2,6 +2,9 @@
 #ifndef MEMPLAN_CORE_PROBLEM_H_
 #define MEMPLAN_CORE_PROBLEM_H_
 
+#include <cstddef>
+#include <string>
+
 #include "absl/status/status.h"
 #include "core/types.h"
 
@@ -22,6 +25,10 @@ namespace memplan {
 //   buffers[3] ("buf7"): symbolic_size: at position 5: expected an integer,
 //   a symbol, a function call, '(' or a sign, got '*'
 absl::Status ValidateProblem(const Problem& problem);
+
+// Returns `buffers[i] ("first name")`, or `buffers[i]` for a nameless
+// buffer: how errors about buffer i (i < problem.buffers.size()) name it.
+std::string BufferLabel(const Problem& problem, size_t i);
 
 }  // namespace memplan
 

@@ -9,16 +9,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/problem.h"
 
 namespace memplan {
 namespace {
-
-// Returns `buffers[i] ("first name")`, as core ValidateProblem names buffers.
-std::string BufferLabel(const Problem& problem, size_t i) {
-  const Buffer& buffer = problem.buffers[i];
-  if (buffer.names.empty()) return absl::StrCat("buffers[", i, "]");
-  return absl::StrCat("buffers[", i, "] (\"", buffer.names[0], "\")");
-}
 
 bool IsDecimal(absl::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {

@@ -13,16 +13,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "core/problem.h"
 
 namespace memplan {
 namespace {
-
-// Returns `buffers[i] ("first name")`, or `buffers[i]` for a nameless buffer.
-std::string BufferLabel(const Problem& problem, size_t i) {
-  const Buffer& buffer = problem.buffers[i];
-  if (buffer.names.empty()) return absl::StrCat("buffers[", i, "]");
-  return absl::StrCat("buffers[", i, "] (\"", buffer.names[0], "\")");
-}
 
 // Returns `pool "name"`.
 std::string PoolLabel(const Plan& plan, size_t p) {
