@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "proto/graph_files.h"
+#include "tests/core/test_names.h"
 
 namespace memplan {
 namespace {
@@ -51,13 +52,9 @@ INSTANTIATE_TEST_SUITE_P(
                                      PoolMode::kCombined, PoolMode::kOutputs,
                                      PoolMode::kNone)),
     [](const auto& info) {
-      std::string name =
+      return TestNameOf(
           std::filesystem::path(std::get<0>(info.param)).stem().string() +
-          "_" + PoolModeName(std::get<1>(info.param));
-      for (char& c : name) {
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
+          "_" + PoolModeName(std::get<1>(info.param)));
     });
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "proto/graph_files.h"
+#include "tests/core/test_names.h"
 
 namespace memplan {
 namespace {
@@ -52,13 +53,7 @@ TEST_P(CorpusParityTest, InductorStrategyGivesInductorsPlan) {
 
 INSTANTIATE_TEST_SUITE_P(
     Corpus, CorpusParityTest, testing::ValuesIn(CorpusFiles()),
-    [](const testing::TestParamInfo<std::string>& info) {
-      std::string name = std::filesystem::path(info.param).stem();
-      for (char& c : name) {
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
-    });
+    CorpusFileTestName);
 
 }  // namespace
 }  // namespace memplan

@@ -31,6 +31,7 @@
 #include "proto/convert.h"
 #include "proto/graph_files.h"
 #include "tests/core/random_problems.h"
+#include "tests/core/test_names.h"
 
 namespace memplan {
 namespace {
@@ -553,13 +554,7 @@ TEST(SymbolicPlanTest, DataDependentSizesFollowEarliestAvailable) {
 
 INSTANTIATE_TEST_SUITE_P(
     Corpus, DynamicCorpusTest, testing::ValuesIn(DynamicCorpusFiles()),
-    [](const testing::TestParamInfo<std::string>& info) {
-      std::string name = std::filesystem::path(info.param).stem();
-      for (char& c : name) {
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
-    });
+    CorpusFileTestName);
 
 }  // namespace
 }  // namespace memplan

@@ -12,6 +12,7 @@
 #include "proto/graph_files.h"
 #include "server/server.h"
 #include "tests/service/test_requests.h"
+#include "tests/core/test_names.h"
 
 namespace memplan {
 namespace {
@@ -44,13 +45,7 @@ TEST_P(CorpusEventsTest, EventsGiveTheFilesBuffers) {
 
 INSTANTIATE_TEST_SUITE_P(
     Corpus, CorpusEventsTest, testing::ValuesIn(CorpusFiles()),
-    [](const testing::TestParamInfo<std::string>& info) {
-      std::string name = std::filesystem::path(info.param).stem();
-      for (char& c : name) {
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
-    });
+    CorpusFileTestName);
 
 // SmallRequest's buffers, shifted to begin at timestep 1 (events number
 // timesteps from 1).

@@ -22,6 +22,7 @@
 #include "proto/graph_hash.h"
 #include "server/server.h"
 #include "tests/service/test_requests.h"
+#include "tests/core/test_names.h"
 
 namespace memplan {
 namespace {
@@ -114,13 +115,7 @@ TEST_P(CorpusReuseTest, EveryModeGivesAValidPlanWithItsDecisions) {
 
 INSTANTIATE_TEST_SUITE_P(
     Corpus, CorpusReuseTest, testing::ValuesIn(CorpusFiles()),
-    [](const testing::TestParamInfo<std::string>& info) {
-      std::string name = std::filesystem::path(info.param).stem();
-      for (char& c : name) {
-        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
-    });
+    CorpusFileTestName);
 
 // Returns `value` (a google.protobuf.Value holding a message in protobuf's
 // JSON mapping) as a `Message`.
