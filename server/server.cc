@@ -213,13 +213,13 @@ void Server::LameDuck(absl::Duration longest) {
   service_->StartDraining();
   const absl::Time start = absl::Now();
   const absl::Time end = start + longest;
-  int64_t refused = service_->counters().refused_draining;
+  int64_t refused = service_->refused_draining();
   absl::Time quiet_since = start;
   while (true) {
     const absl::Time now = absl::Now();
     if (now >= end || now - quiet_since >= kQuietPeriod) return;
     absl::SleepFor(std::min(kQuietPeriod / 10, end - now));
-    const int64_t refused_now = service_->counters().refused_draining;
+    const int64_t refused_now = service_->refused_draining();
     if (refused_now != refused) {
       refused = refused_now;
       quiet_since = absl::Now();

@@ -892,8 +892,7 @@ ServiceCounters MemoryPlannerService::counters() const {
   counters.cache_redis = cache_redis_.load(std::memory_order_relaxed);
   counters.flight_followers =
       flight_followers_.load(std::memory_order_relaxed);
-  counters.refused_draining =
-      refused_draining_.load(std::memory_order_relaxed);
+  counters.refused_draining = refused_draining();
   counters.cache = cache_.counters();
   if (redis_ != nullptr) counters.redis = redis_->counters();
   return counters;

@@ -189,6 +189,12 @@ class MemoryPlannerService final
   // Cannot be undone.
   void StartDraining() { draining_.store(true, std::memory_order_release); }
 
+  // Returns the calls refused since StartDraining (counters().
+  // refused_draining, without the caches' counters).
+  int64_t refused_draining() const {
+    return refused_draining_.load(std::memory_order_relaxed);
+  }
+
  private:
   class Call;
 
