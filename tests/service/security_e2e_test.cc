@@ -86,7 +86,7 @@ TEST(TlsEndToEndTest, TheToolPlansOverMutualTls) {
   // Plaintext, and TLS without a client certificate, are refused.
   const RunResult plaintext =
       Memplan(server, {"plan", "--timeout=5s", CorpusFile()});
-  EXPECT_EQ(plaintext.exit_code, 1);
+  EXPECT_EQ(plaintext.exit_code, 1) << plaintext.err;
   EXPECT_THAT(plaintext.err, HasSubstr("UNAVAILABLE"));
   const RunResult anonymous = Memplan(
       server, {"plan", "--timeout=5s", "--tls_ca_file=" + Pem("ca.pem"),
