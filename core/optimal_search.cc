@@ -1122,33 +1122,35 @@ bool ImproveAroundPeak(const PlacementProblem& problem,
     if (range.begin > peak) return range.begin - peak;
     return 0;
   };
-  std::vector<size_t> nearest = members;
+  // Positions in `members`, nearest the peak first.
+  std::vector<size_t> nearest(members.size());
+  std::iota(nearest.begin(), nearest.end(), size_t{0});
   std::stable_sort(nearest.begin(), nearest.end(), [&](size_t a, size_t b) {
-    return distance(a) < distance(b);
+    return distance(members[a]) < distance(members[b]);
   });
-  const int64_t at_peak = std::count_if(
-      nearest.begin(), nearest.end(), [&](size_t i) { return distance(i) == 0; });
+  const size_t at_peak = static_cast<size_t>(
+      std::count_if(members.begin(), members.end(),
+                    [&](size_t i) { return distance(i) == 0; }));
 
-  // The part alone, as a problem of its own: window items get pinned.
+  // The part alone, as a problem of its own (item k is members[k]): the
+  // window's items get pinned.
   PlacementProblem part;
   part.items.reserve(members.size());
   for (size_t i : members) part.items.push_back(items[i]);
-  std::vector<size_t> in_part(items.size(), 0);  // global -> part index
-  for (size_t k = 0; k < members.size(); ++k) in_part[members[k]] = k;
 
-  size_t previous = 0;
   for (const int64_t factor : kPeakWindowFactors) {
     if (*height <= enough) break;
-    const size_t size = static_cast<size_t>(
-        std::min<int64_t>(factor * at_peak, static_cast<int64_t>(members.size())));
-    if (size <= previous) continue;
+    const size_t size = std::min(static_cast<size_t>(factor) * at_peak,
+                                 members.size());
     // The whole part is not searchable; a window this large is too slow.
     if (size == members.size() || size > kMaxPeakWindowItems) break;
-    previous = size;
+    std::vector<size_t> window_members;
+    window_members.reserve(size);
+    for (size_t k = 0; k < size; ++k) {
+      window_members.push_back(members[nearest[k]]);
+    }
     PartData window;
-    if (!BuildPartData(problem,
-                       std::vector<size_t>(nearest.begin(), nearest.begin() + size),
-                       context, &window)) {
+    if (!BuildPartData(problem, std::move(window_members), context, &window)) {
       break;  // too large to search, or stopped (seen below)
     }
     // The window starts from the part's placement, valid for any subset.
@@ -1176,8 +1178,8 @@ bool ImproveAroundPeak(const PlacementProblem& problem,
     if (context.work_left != nullptr) {
       *context.work_left -= share_granted - std::max<int64_t>(share_work, 0);
     }
-    for (size_t i : window.members) {
-      part.items[in_part[i]].fixed_offset = packed[i];
+    for (size_t k = 0; k < size; ++k) {
+      part.items[nearest[k]].fixed_offset = packed[members[nearest[k]]];
     }
     for (const BestFitOrder order : kOrdersAroundPeak) {
       absl::StatusOr<Placement> around = BestFitPlace(part, order, context);
@@ -1189,8 +1191,9 @@ bool ImproveAroundPeak(const PlacementProblem& problem,
         }
       }
     }
-    for (size_t i : window.members) {
-      part.items[in_part[i]].fixed_offset = items[i].fixed_offset;
+    for (size_t k = 0; k < size; ++k) {
+      part.items[nearest[k]].fixed_offset =
+          items[members[nearest[k]]].fixed_offset;
     }
   }
   return context.Check().ok();
