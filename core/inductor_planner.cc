@@ -93,7 +93,31 @@ struct Node {
   // A chain split (Allocator::Chain) holds its chain and index there.
   int32_t chain = -1;
   int32_t chain_index = -1;
+  // kTemporal with many children: index into Allocator::hulls_, else -1.
+  int32_t hulls = -1;
 };
+
+// The first begin and last end of a node's live ranges, kept beside a wide
+// TemporalSplit's children (Allocator::hulls_) so that its walk rejects
+// most children without reading them: get_live_ranges(child).overlaps(r)
+// needs a range that holds r.begin or begins inside (r.begin, r.end)
+// (LiveRanges::Overlaps), so none when end <= r.begin, or when begin >
+// r.begin and begin >= r.end. A node without live ranges has the empty
+// hull {max, min}, which rejects every block.
+struct Hull {
+  Timestep begin = std::numeric_limits<Timestep>::max();
+  Timestep end = std::numeric_limits<Timestep>::min();
+
+  static Hull Of(const LiveRanges& ranges) {
+    return ranges.empty() ? Hull{} : Hull{ranges.begin(), ranges.end()};
+  }
+  bool MayOverlap(LiveRange range) const {
+    return end > range.begin && (begin <= range.begin || begin < range.end);
+  }
+};
+
+// TemporalSplits with at least this many children keep their hulls.
+constexpr size_t kHullChildren = 16;
 
 // One buffer to place (Inductor's Allocation).
 struct Block {
@@ -298,6 +322,15 @@ class Allocator {
                                       bool is_last);
   // As TemporalSplit._allocate once it found no overlapping child.
   void PlaceInTemporal(NodeId split, int32_t block, Bytes slot_size);
+  // After TemporalSplit `split` took a new last child (its other children
+  // keep their places and live ranges): adds the child's hull, and makes
+  // the split's hulls once it has kHullChildren children.
+  void AddChildHull(NodeId split);
+  // Returns the one child of TemporalSplit `node` whose live ranges overlap
+  // `block`'s; kNoNode when none does; sets *several when more than one
+  // does (then the return value is meaningless).
+  NodeId OverlappingChild(const Node& node, const Block& block,
+                          bool* several) const;
   // As AllocationPool.allocate / allocate_at_end / update_restrict_live_range.
   absl::StatusOr<bool> AllocateInPool(PoolState& pool, int32_t block,
                                       bool is_last);
@@ -362,6 +395,9 @@ class Allocator {
   };
   std::vector<Frame> search_stack_;
   std::vector<Chain> chains_;
+  // Per wide TemporalSplit (Node::hulls): its children's hulls, in the
+  // order of its children.
+  std::vector<std::vector<Hull>> hulls_;
   std::vector<LiveRange> range_scratch_;
   uint64_t steps_ = 0;        // tree nodes visited, for deadline checks
 };
@@ -416,6 +452,13 @@ void Allocator::UpdatePath(NodeId placed, int32_t block) {
     const Bytes old_size = node.size_hint;
     const FreeTime old_free_time = node.free_time;
     const bool ranges_changed = node.live_ranges.Add(range);
+    if (node.hulls >= 0 && below != kNoNode) {
+      const auto& children = node.children;
+      const size_t i = static_cast<size_t>(
+          std::find(children.begin(), children.end(), below) -
+          children.begin());
+      hulls_[node.hulls][i] = Hull::Of(nodes_[below].live_ranges);
+    }
     RecomputeFromChildren(id);
     if (node.kind == NodeKind::kSpatial && below == node.right) {
       RefreshRightHalf(id);
@@ -485,16 +528,8 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
     }
     // TemporalSplit._allocate.
     if (may_hold && (at_is_last || block.size <= node.size_hint)) {
-      NodeId overlapping = kNoNode;
       bool several_overlap = false;
-      for (NodeId child : node.children) {
-        if (!OverlapsBlock(child, block)) continue;
-        if (overlapping != kNoNode) {
-          several_overlap = true;
-          break;
-        }
-        overlapping = child;
-      }
+      const NodeId overlapping = OverlappingChild(node, block, &several_overlap);
       if (!several_overlap && overlapping != kNoNode) {
         const NodeId below =
             options_.prune_full_subtrees && node.chain >= 0
@@ -539,6 +574,51 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
     } else {
       ++last.from;
     }
+  }
+}
+
+NodeId Allocator::OverlappingChild(const Node& node, const Block& block,
+                                   bool* several) const {
+  NodeId overlapping = kNoNode;
+  *several = false;
+  const auto consider = [&](NodeId child) {
+    if (!OverlapsBlock(child, block)) return true;
+    if (overlapping != kNoNode) {
+      *several = true;
+      return false;
+    }
+    overlapping = child;
+    return true;
+  };
+  if (node.hulls < 0) {
+    for (NodeId child : node.children) {
+      if (!consider(child)) break;
+    }
+    return overlapping;
+  }
+  const std::vector<Hull>& hulls = hulls_[node.hulls];
+  for (size_t i = 0; i < hulls.size(); ++i) {
+    if (hulls[i].MayOverlap(block.live_range) && !consider(node.children[i])) {
+      break;
+    }
+  }
+  return overlapping;
+}
+
+void Allocator::AddChildHull(NodeId split) {
+  Node& node = nodes_[split];
+  if (node.hulls >= 0) {
+    hulls_[node.hulls].push_back(
+        Hull::Of(nodes_[node.children.back()].live_ranges));
+    return;
+  }
+  if (!options_.prune_full_subtrees || node.children.size() < kHullChildren) {
+    return;
+  }
+  node.hulls = static_cast<int32_t>(hulls_.size());
+  std::vector<Hull>& hulls = hulls_.emplace_back();
+  for (NodeId child : node.children) {
+    hulls.push_back(Hull::Of(nodes_[child].live_ranges));
   }
 }
 
@@ -610,6 +690,9 @@ void Allocator::PlaceInTemporal(NodeId split, int32_t block,
     for (NodeId child : grown) nodes_[child].parent = split;
     nodes_[split].children = std::move(grown);
   }
+  // Every case above appended one child; growing wrapped the others in
+  // place, with their live ranges.
+  AddChildHull(split);
 }
 
 absl::StatusOr<bool> Allocator::AllocateInPool(PoolState& pool, int32_t block,

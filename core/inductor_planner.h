@@ -35,7 +35,9 @@ class InductorPlanner : public Planner {
     // Skip subtrees in which no TemporalSplit is free for the buffer's live
     // range, and the levels of a chain of pool roots the walk would only
     // pass through (found by binary search). Exact (the plan is the same
-    // either way); off only in tests that check exactly that.
+    // either way); off only in tests that check exactly that. With it, a
+    // TemporalSplit of many children also keeps their first begins and last
+    // ends beside them, to pass the children a block cannot overlap.
     bool prune_full_subtrees = true;
   };
 

@@ -231,6 +231,41 @@ TEST(InductorPlannerTest, ChainSkippingNeverChangesThePlanOnLongGraphs) {
   }
 }
 
+// Many short live ranges over a long graph, most buffers of a few sizes:
+// slots take dozens of children one after the other in time (the shape of
+// several graphs planned as one), which the walk passes by their hulls.
+// Plans are identical without it, also with empty live ranges and zero
+// sizes among them.
+TEST(InductorPlannerTest, WideSplitsNeverChangeThePlan) {
+  const InductorPlanner pruned;
+  const InductorPlanner walking(
+      InductorPlanner::Options{/*prune_full_subtrees=*/false});
+  const Bytes kSizes[] = {1 << 20, 1 << 19, 1 << 18, 1 << 16, 4096};
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    SplitMix64 rng(seed);
+    Problem problem;
+    problem.pool_mode = static_cast<PoolMode>(seed % 4);
+    const int count = static_cast<int>(rng.Uniform(300, 1200));
+    const Timestep horizon = 3 * count;
+    for (int i = 0; i < count; ++i) {
+      const Timestep begin = rng.Uniform(0, horizon);
+      const Timestep length = rng.Uniform(0, 9) == 0 ? 0 : rng.Uniform(1, 12);
+      const int64_t kind = rng.Uniform(0, 9);
+      const Bytes size = kind < 5   ? kSizes[kind]
+                         : kind < 8 ? rng.Uniform(1, 1 << 20)
+                         : kind < 9 ? 0
+                                    : rng.Uniform(1, 256);
+      problem.buffers.push_back(MakeBuffer("buf" + std::to_string(i), size,
+                                           begin, begin + length,
+                                           /*is_output=*/rng.Uniform(0, 19) == 0));
+    }
+    absl::StatusOr<Plan> a = pruned.PlanProblem(problem, {});
+    absl::StatusOr<Plan> b = walking.PlanProblem(problem, {});
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(*a, *b) << "seed " << seed;
+  }
+}
+
 // The graph shape that makes Inductor's tree deepest: in `combined` mode,
 // N outputs that all live to the end never share bytes, so each one is
 // appended at the pool's end: sorted by size (descending, stable), buffer
