@@ -39,21 +39,23 @@ enum class NodeKind : uint8_t {
 // R.begin, or r.begin >= R.end, or a gap between consecutive ranges of R at
 // least as long as r. These are maxima / minima over all TemporalSplits of
 // the subtree, so they give a necessary condition for the whole subtree.
+// A TemporalSplit without live ranges holds any buffer: it counts as a gap
+// of infinite length.
 struct FreeTime {
-  bool has_empty_split = false;  // some TemporalSplit has no live range
   Timestep max_begin = std::numeric_limits<Timestep>::min();
   Timestep min_end = std::numeric_limits<Timestep>::max();
-  Timestep max_gap = -1;  // longest gap between two ranges of one split
+  // Longest gap between two ranges of one split; the largest Timestep when
+  // some split has no live range.
+  Timestep max_gap = -1;
 
   void Add(const FreeTime& other) {
-    has_empty_split |= other.has_empty_split;
     max_begin = std::max(max_begin, other.max_begin);
     min_end = std::min(min_end, other.min_end);
     max_gap = std::max(max_gap, other.max_gap);
   }
   void AddSplit(const LiveRanges& ranges) {
     if (ranges.empty()) {
-      has_empty_split = true;
+      max_gap = std::numeric_limits<Timestep>::max();
       return;
     }
     max_begin = std::max(max_begin, ranges.begin());
@@ -64,23 +66,22 @@ struct FreeTime {
     }
   }
   friend bool operator==(const FreeTime& a, const FreeTime& b) {
-    return a.has_empty_split == b.has_empty_split &&
-           a.max_begin == b.max_begin && a.min_end == b.min_end &&
+    return a.max_begin == b.max_begin && a.min_end == b.min_end &&
            a.max_gap == b.max_gap;
   }
   bool MayHold(LiveRange range) const {
-    return has_empty_split || range.end <= max_begin ||
+    return range.end <= max_begin ||
            range.begin >= min_end || range.length() <= max_gap;
   }
 };
 
-// Fields in the order the tree walk reads them, so that the first cache
-// line of a node answers most visits.
-struct Node {
+// Two cache lines, the first holding what a visit of the tree walk reads
+// (kind, pruning test, size, children), the second what a TemporalSplit
+// reads of its children (live ranges) and what a SpatialSplit's visit and
+// the updates after a placement read.
+struct alignas(64) Node {
   NodeKind kind = NodeKind::kEmpty;
   int32_t block = -1;     // kAllocation: index into Block list
-  NodeId left = kNoNode;  // kSpatial: a kTemporal node
-  NodeId right = kNoNode; // kSpatial: a kTemporal node
   // Derived from the subtree, as Inductor's get_size_hint() and
   // get_live_ranges() (cached there with cache_on_self and cleared along
   // the path of every successful allocation; here computed when the node
@@ -89,6 +90,8 @@ struct Node {
   FreeTime free_time;  // neutral for allocations and empty space
   absl::InlinedVector<NodeId, 2> children;  // kTemporal
   LiveRanges live_ranges;
+  NodeId left = kNoNode;  // kSpatial: a kTemporal node
+  NodeId right = kNoNode; // kSpatial: a kTemporal node
   NodeId parent = kNoNode;  // kNoNode: a pool's root
   // A chain split (Allocator::Chain) holds its chain and index there.
   int32_t chain = -1;
@@ -96,6 +99,7 @@ struct Node {
   // kTemporal with many children: index into Allocator::hulls_, else -1.
   int32_t hulls = -1;
 };
+static_assert(sizeof(Node) == 128, "a node is two cache lines");
 
 // The first begin and last end of a node's live ranges, kept beside a wide
 // TemporalSplit's children (Allocator::hulls_) so that its walk rejects
