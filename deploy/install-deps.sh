@@ -10,12 +10,13 @@ set -euo pipefail
 
 # Building: compilers, gRPC, protobuf, Abseil, GoogleTest (CMake's
 # configure finds it for tests/), hiredis, xxHash, prometheus-cpp (metrics),
-# libpng (configure finds it for the picture tests).
+# libpng (configure finds it for the picture tests), jemalloc (the server's
+# and the tool's allocator).
 build_packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev grpc-proto libxxhash-dev
-  libhiredis-dev prometheus-cpp-dev libpng-dev
+  libhiredis-dev prometheus-cpp-dev libpng-dev libjemalloc-dev
   # The sanitizer builds and the fuzzer (tests/run.sh): clang, its
   # sanitizer and libFuzzer runtimes, and llvm-symbolizer for their reports.
   clang libclang-rt-14-dev llvm

@@ -41,7 +41,7 @@ trap stop_server EXIT
 start_server() {
   local log
   log="$(mktemp)"
-  "$build/server/memplan-server" --listen=127.0.0.1:0 \
+  ${MEMPLAN_PRELOAD:+env LD_PRELOAD=$MEMPLAN_PRELOAD} "$build/server/memplan-server" --listen=127.0.0.1:0 \
     --log_level="${MEMPLAN_LOG_LEVEL:-info}" "$@" 2>"$log" &
   server_pid=$!
   for _ in $(seq 300); do
