@@ -218,21 +218,42 @@ Bytes IntermediatesModeBound(const Problem& problem,
   return output_bytes + extra;
 }
 
+// Raises the plain per-device `bounds` of `problem` to the mode's.
+void RaiseToModeBound(const Problem& problem,
+                      std::vector<DeviceBound>& bounds) {
+  if (problem.pool_mode != PoolMode::kIntermediates) return;
+  std::vector<std::vector<size_t>> members(bounds.size());
+  std::vector<bool> has_output(bounds.size(), false);
+  DeviceIndex devices;
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const size_t device = devices.Of(problem.buffers[i].device);
+    members[device].push_back(i);
+    if (problem.buffers[i].is_output) has_output[device] = true;
+  }
+  for (size_t d = 0; d < bounds.size(); ++d) {
+    // Without outputs no pool lends room, and the bound is the plain one:
+    // a(t) = b(t) = the live bytes at t.
+    if (!has_output[d]) continue;
+    bounds[d].bytes =
+        std::max(bounds[d].bytes, IntermediatesModeBound(problem, members[d]));
+  }
+}
+
 }  // namespace
 
 std::vector<DeviceBound> ModeLowerBoundPerDevice(const Problem& problem) {
   std::vector<DeviceBound> bounds = LowerBoundPerDevice(problem);
-  if (problem.pool_mode != PoolMode::kIntermediates) return bounds;
-  std::vector<std::vector<size_t>> members(bounds.size());
-  DeviceIndex devices;
-  for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    members[devices.Of(problem.buffers[i].device)].push_back(i);
-  }
-  for (size_t d = 0; d < bounds.size(); ++d) {
-    bounds[d].bytes =
-        std::max(bounds[d].bytes, IntermediatesModeBound(problem, members[d]));
-  }
+  RaiseToModeBound(problem, bounds);
   return bounds;
+}
+
+LowerBounds ComputeLowerBounds(const Problem& problem) {
+  std::vector<DeviceBound> bounds = LowerBoundPerDevice(problem);
+  LowerBounds result;
+  for (const DeviceBound& bound : bounds) result.plain += bound.bytes;
+  RaiseToModeBound(problem, bounds);
+  for (const DeviceBound& bound : bounds) result.mode += bound.bytes;
+  return result;
 }
 
 Bytes ModeLowerBound(const Problem& problem) {

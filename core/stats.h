@@ -42,6 +42,14 @@ std::vector<DeviceBound> ModeLowerBoundPerDevice(const Problem& problem);
 // Returns the sum over devices of ModeLowerBoundPerDevice, in bytes.
 Bytes ModeLowerBound(const Problem& problem);
 
+// LowerBound and ModeLowerBound of one problem, in bytes, from one sweep
+// of its live ranges (PlanStats reports both).
+struct LowerBounds {
+  Bytes plain = 0;  // LowerBound
+  Bytes mode = 0;   // ModeLowerBound
+};
+LowerBounds ComputeLowerBounds(const Problem& problem);
+
 // Returns the bytes of the pools that hold an output: what stays allocated
 // after the graph returns.
 Bytes RetainedBytes(const Problem& problem, const Plan& plan);

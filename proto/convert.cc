@@ -515,14 +515,15 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     AddDecisions(*plan.decisions, info.lines != nullptr, response);
   }
   v1::PlanStats* stats = response.mutable_stats();
-  stats->set_lower_bound_bytes(LowerBound(problem));
+  const LowerBounds bounds = ComputeLowerBounds(problem);
+  stats->set_lower_bound_bytes(bounds.plain);
   stats->set_total_pool_bytes(TotalPoolBytes(plan));
   stats->set_peak_bytes(PeakPoolBytes(problem, plan));
   stats->set_planner(plan.planner.empty() ? info.planner : plan.planner);
   stats->set_planning_micros(
       absl::ToInt64Microseconds(info.planning_time));
   stats->set_proven_optimal(plan.proven_optimal);
-  stats->set_mode_lower_bound_bytes(ModeLowerBound(problem));
+  stats->set_mode_lower_bound_bytes(bounds.mode);
   stats->set_retained_bytes(RetainedBytes(problem, plan));
   response.set_cache(info.cache);
   return response;

@@ -65,6 +65,9 @@ class PropertyTest : public ::testing::TestWithParam<PropertyParam> {
           << "seed " << seed << "\n" << *plan;
       EXPECT_GE(TotalPoolBytes(*plan), ModeLowerBound(problem))
           << "seed " << seed << "\n" << *plan;
+      const LowerBounds bounds = ComputeLowerBounds(problem);
+      EXPECT_EQ(bounds.plain, LowerBound(problem)) << "seed " << seed;
+      EXPECT_EQ(bounds.mode, ModeLowerBound(problem)) << "seed " << seed;
       EXPECT_GE(PeakPoolBytes(problem, *plan), LowerBound(problem))
           << "seed " << seed << "\n" << *plan;
       const absl::StatusOr<Plan> again =
