@@ -93,7 +93,8 @@ struct alignas(64) Node {
   NodeId left = kNoNode;  // kSpatial: a kTemporal node
   NodeId right = kNoNode; // kSpatial: a kTemporal node
   NodeId parent = kNoNode;  // kNoNode: a pool's root
-  // A chain split (Allocator::Chain) holds its chain and index there.
+  // A chain split (Allocator::Chain) holds its chain and index there; a
+  // spine level (Allocator::Spine) holds -2 - its spine, and its index.
   int32_t chain = -1;
   int32_t chain_index = -1;
   // kTemporal with many children: index into Allocator::hulls_, else -1.
@@ -316,6 +317,54 @@ class Allocator {
   // the node the walk reaches next (is_last false); kNoNode when there is
   // nothing to skip (the walk goes on as usual).
   NodeId SkipDownChain(NodeId split, bool is_last, const Block& block);
+  // A spine: TemporalSplits that a slot grows as it is filled (a block
+  // placed in a split holding only reserved space leaves the rest reserved
+  // to its right, PlaceInTemporal), each with one child, a SpatialSplit
+  // whose right half is the next level:
+  //
+  //   levels[0]  Temporal{ Spatial(left_0, levels[1]) }
+  //   levels[1]  Temporal{ Spatial(left_1, levels[2]) }
+  //   ...
+  //
+  // At each level the walk tests the split (pruning test, size, overlap
+  // with its child) and the SpatialSplit (pruning test), tries the left
+  // half and then goes on down. Each level holds the ones below, so those
+  // tests hold for a prefix of the levels (binary search). A left half is
+  // the slot of the buffer placed first at its level: Temporal{that
+  // buffer}, which may take more children but keeps its size and that
+  // first child. The walk (never last there) fails in it whenever the
+  // block is larger than the slot, or overlaps the first buffer (that
+  // leaf is then the one overlapping child, or one of several): what the
+  // spine keeps per level lets the walk see that without reading nodes. A
+  // level that takes a second child breaks: it is listed in `broken`, and
+  // no search passes it.
+  struct LeftHalf {
+    Bytes size;        // the slot's size_hint: it never changes
+    LiveRange first;   // the live range of the slot's first buffer
+  };
+  struct Spine {
+    std::vector<NodeId> levels;       // top first
+    std::vector<LeftHalf> lefts;      // per level, as levels
+    absl::btree_set<int32_t> broken;  // indices into levels
+  };
+  // Returns the spine of TemporalSplit `id`, or -1.
+  int32_t SpineOf(NodeId id) const {
+    const int32_t chain = nodes_[id].chain;
+    return chain <= -2 ? -2 - chain : -1;
+  }
+  // After PlaceInTemporal put a SpatialSplit with reserved space into
+  // `split`, which held only reserved space: makes `split` a spine level,
+  // below the level whose right half it is, or the first of a new spine.
+  void ExtendSpine(NodeId split);
+  // Whether the walk, trying the left half `left` of a spine level (never
+  // last), fails there (Spine).
+  static bool LeftFails(const LeftHalf& left, const Block& block);
+  // At spine level `split`, which the walk (with `is_last`) enters through
+  // its one child: returns the node where the walk, still with `is_last`,
+  // goes on after the levels it would only pass through (the SpatialSplit
+  // of the first level whose left half may take the block, or the first
+  // level whose own tests fail); kNoNode when it passes none.
+  NodeId SkipDownSpine(NodeId split, bool is_last, const Block& block);
   // Returns get_live_ranges(id).overlaps(block's live range).
   bool OverlapsBlock(NodeId id, const Block& block) const {
     return nodes_[id].live_ranges.Overlaps(block.live_range);
@@ -399,6 +448,7 @@ class Allocator {
   };
   std::vector<Frame> search_stack_;
   std::vector<Chain> chains_;
+  std::vector<Spine> spines_;
   // Per wide TemporalSplit (Node::hulls): its children's hulls, in the
   // order of its children.
   std::vector<std::vector<Hull>> hulls_;
@@ -535,16 +585,21 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
       bool several_overlap = false;
       const NodeId overlapping = OverlappingChild(node, block, &several_overlap);
       if (!several_overlap && overlapping != kNoNode) {
-        const NodeId below =
-            options_.prune_full_subtrees && node.chain >= 0
-                ? SkipDownChain(at, at_is_last, block)
-                : kNoNode;
-        if (below != kNoNode) {
-          at = below;
-          at_is_last = false;
-        } else {
-          at = overlapping;
+        if (options_.prune_full_subtrees && node.chain >= 0) {
+          const NodeId below = SkipDownChain(at, at_is_last, block);
+          if (below != kNoNode) {
+            at = below;
+            at_is_last = false;
+            continue;
+          }
+        } else if (options_.prune_full_subtrees && node.chain <= -2) {
+          const NodeId below = SkipDownSpine(at, at_is_last, block);
+          if (below != kNoNode) {
+            at = below;  // at_is_last as it was
+            continue;
+          }
         }
+        at = overlapping;
         continue;
       }
       if (!several_overlap) {
@@ -626,6 +681,86 @@ void Allocator::AddChildHull(NodeId split) {
   }
 }
 
+void Allocator::ExtendSpine(NodeId split) {
+  int32_t spine = -1;
+  const NodeId spatial = nodes_[split].parent;
+  if (spatial != kNoNode && nodes_[spatial].kind == NodeKind::kSpatial &&
+      nodes_[spatial].right == split) {
+    const NodeId above = nodes_[spatial].parent;
+    const int32_t above_spine = above == kNoNode ? -1 : SpineOf(above);
+    if (above_spine >= 0 && spines_[above_spine].levels.back() == above &&
+        nodes_[above].children.size() == 1) {
+      spine = above_spine;
+    }
+  }
+  if (spine < 0) {
+    spine = static_cast<int32_t>(spines_.size());
+    spines_.emplace_back();
+  }
+  Spine& extended = spines_[spine];
+  nodes_[split].chain = -2 - spine;
+  nodes_[split].chain_index = static_cast<int32_t>(extended.levels.size());
+  extended.levels.push_back(split);
+  // The left half is Temporal{the allocation just placed} (PlaceInTemporal).
+  const Node& left = nodes_[nodes_[nodes_[split].children[0]].left];
+  extended.lefts.push_back(
+      {left.size_hint, blocks_[nodes_[left.children[0]].block].live_range});
+}
+
+bool Allocator::LeftFails(const LeftHalf& left, const Block& block) {
+  if (block.size > left.size) return true;
+  // LiveRanges({left.first}).Overlaps(block's range).
+  const LiveRange& first = left.first;
+  const LiveRange& range = block.live_range;
+  return first.begin <= range.begin ? first.end > range.begin
+                                     : range.end > first.begin;
+}
+
+NodeId Allocator::SkipDownSpine(NodeId split, bool is_last,
+                                const Block& block) {
+  const Node& node = nodes_[split];
+  if (node.children.size() != 1) return kNoNode;  // broken
+  const Spine& spine = spines_[SpineOf(split)];
+  const int32_t index = node.chain_index;
+  // The levels below reachable without passing a broken one: [index, end).
+  int32_t end = static_cast<int32_t>(spine.levels.size());
+  const auto broken_below = spine.broken.upper_bound(index);
+  if (broken_below != spine.broken.end()) end = *broken_below;
+  // Whether the walk passes level k's split and its SpatialSplit on to the
+  // left half: the split's tests, its one child overlapping the block, the
+  // SpatialSplit's pruning test. True at `index` but for the last test,
+  // and true for a prefix of the levels.
+  const auto passes = [&](int32_t k) {
+    const Node& level = nodes_[spine.levels[k]];
+    const Node& spatial = nodes_[level.children[0]];
+    return level.free_time.MayHold(block.live_range) &&
+           (is_last || block.size <= level.size_hint) &&
+           spatial.live_ranges.Overlaps(block.live_range) &&
+           spatial.free_time.MayHold(block.live_range);
+  };
+  if (end - index < 2 || !passes(index)) return kNoNode;
+  // The deepest level passed: passes holds on [index, low].
+  int32_t low = index;
+  int32_t high = end - 1;
+  while (low < high) {
+    const int32_t mid = low + (high - low + 1) / 2;
+    if (passes(mid)) {
+      low = mid;
+    } else {
+      high = mid - 1;
+    }
+  }
+  for (int32_t k = index; k <= low; ++k) {
+    if (!LeftFails(spine.lefts[k], block)) {
+      // The walk goes on at that level's SpatialSplit (which it passes).
+      return k == index ? kNoNode : nodes_[spine.levels[k]].children[0];
+    }
+  }
+  // Every left half down to `low` fails: the walk reaches the
+  // right half of level low, with is_last as it was.
+  return nodes_[nodes_[spine.levels[low]].children[0]].right;
+}
+
 NodeId Allocator::SkipDownChain(NodeId split, bool is_last,
                                 const Block& block) {
   const Node& node = nodes_[split];
@@ -668,10 +803,13 @@ void Allocator::PlaceInTemporal(NodeId split, int32_t block,
   if (nodes_[split].chain >= 0) {
     chains_[nodes_[split].chain].broken.insert(nodes_[split].chain_index);
   }
-  absl::InlinedVector<NodeId, 2>& children = nodes_[split].children;
-  if (children.size() == 1 && nodes_[children[0]].kind == NodeKind::kEmpty) {
-    children.pop_back();
+  if (const int32_t spine = SpineOf(split); spine >= 0) {
+    spines_[spine].broken.insert(nodes_[split].chain_index);
   }
+  absl::InlinedVector<NodeId, 2>& children = nodes_[split].children;
+  const bool only_reserved =
+      children.size() == 1 && nodes_[children[0]].kind == NodeKind::kEmpty;
+  if (only_reserved) children.pop_back();
   if (slot_size == block_size) {
     NodeId allocation = NewAllocation(block);
     nodes_[allocation].parent = split;
@@ -681,6 +819,7 @@ void Allocator::PlaceInTemporal(NodeId split, int32_t block,
     NodeId spatial = NewSpatialWithSpace(allocation, slot_size - block_size);
     nodes_[spatial].parent = split;
     nodes_[split].children.push_back(spatial);
+    if (only_reserved && options_.prune_full_subtrees) ExtendSpine(split);
   } else {
     // Grow: only on the last pool's right edge (is_last).
     absl::InlinedVector<NodeId, 2> old_children =

@@ -37,7 +37,8 @@ class InductorPlanner : public Planner {
     // pass through (found by binary search). Exact (the plan is the same
     // either way); off only in tests that check exactly that. With it, a
     // TemporalSplit of many children also keeps their first begins and last
-    // ends beside them, to pass the children a block cannot overlap.
+    // ends beside them, to pass the children a block cannot overlap, and
+    // the walk skips down the spines that slots grow as they are filled.
     bool prune_full_subtrees = true;
   };
 
