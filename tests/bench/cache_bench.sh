@@ -16,7 +16,13 @@
 #             corpus graph (392 buffers); then memplan-miss-bench's
 #             split of a miss's time on those graphs;
 #   distinct  1,000,000 distinct small graphs (21 buffers) through a 64 MiB
-#             cache, 16 in flight: every call a MISS, the cache evicting.
+#             cache, 16 in flight: every call a MISS, the cache evicting;
+#   cold_ab   cold misses of two builds side by side, for a machine whose
+#             speed drifts between runs: the server of $MEMPLAN_BASE_BUILD_DIR
+#             and this build's, both without a cache (every call a MISS),
+#             take turns of 100 calls (SECONDS turns each, default 10) on
+#             the 986-buffer graph and on somas_tensors_resnet50; prints
+#             each turn's p50 and the medians.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${MEMPLAN_BUILD_DIR:-$root/build}"
@@ -145,10 +151,65 @@ run_distinct() {
   stop_server
 }
 
+# p50_of ADDRESS FILE: the p50 (us) of 100 cold calls of FILE.
+p50_of() {
+  "$build/client/memplan" loadtest --server="$1" --strategy=inductor \
+    --in_flight=1 --calls=100 --distinct=100 "$2" | awk '/^latency/ {print $4}'
+}
+
+run_cold_ab() {
+  local base="${MEMPLAN_BASE_BUILD_DIR:?set MEMPLAN_BASE_BUILD_DIR}"
+  local turns="$seconds"
+  local concatenated file log_a log_b address_a address_b
+  concatenated="$(mktemp --suffix=.csv)"
+  corpus_concat "$concatenated" \
+    "$corpus/resnet50_train.forward.intermediates.json" \
+    "$corpus/resnet50_train.backward.intermediates.json" \
+    "$corpus/vit_b_16_train.backward.intermediates.json"
+  log_a="$(mktemp)"
+  log_b="$(mktemp)"
+  "$base/server/memplan-server" --listen=127.0.0.1:0 --cache_bytes=0 \
+    --log_level=warning 2>"$log_a" &
+  ab_pids="$!"
+  "$build/server/memplan-server" --listen=127.0.0.1:0 --cache_bytes=0 \
+    --log_level=warning 2>"$log_b" &
+  ab_pids+=" $!"
+  trap 'kill $ab_pids 2>/dev/null || true' EXIT
+  for _ in $(seq 300); do
+    if grep -q "listening on" "$log_a" && grep -q "listening on" "$log_b"; then
+      break
+    fi
+    sleep 0.1
+  done
+  address_a="$(sed -n 's/^memplan-server listening on //p' "$log_a")"
+  address_b="$(sed -n 's/^memplan-server listening on //p' "$log_b")"
+  local turn results
+  for file in "$concatenated" "$benchmarks/idealloc/somas_tensors_resnet50.csv"; do
+    echo "== $(basename "$file"): p50 us per turn, $base then $build"
+    results=""
+    for turn in $(seq "$turns"); do
+      results+="$(p50_of "$address_a" "$file") $(p50_of "$address_b" "$file")"$'\n'
+      echo "turn $turn: $(tail -n 2 <<<"$results" | head -n 1)"
+    done
+    echo "median: base $(median 1 <<<"$results") us," \
+      "this build $(median 2 <<<"$results") us"
+  done
+  kill $ab_pids
+  trap - EXIT
+}
+
+# median COLUMN: the median of that column of stdin's lines.
+median() {
+  local values
+  values="$(awk -v c="$1" 'NF {print $c}' | sort -n)"
+  sed -n "$(( ($(wc -l <<<"$values") + 1) / 2 ))p" <<<"$values"
+}
+
 case "$which" in
   hits) run_hits ;;
   cold) run_cold ;;
+  cold_ab) run_cold_ab ;;
   distinct) run_distinct ;;
   all) run_hits; run_cold; run_distinct ;;
-  *) echo "usage: $0 [hits|cold|distinct|all] [SECONDS]" >&2; exit 2 ;;
+  *) echo "usage: $0 [hits|cold|cold_ab|distinct|all] [SECONDS]" >&2; exit 2 ;;
 esac
