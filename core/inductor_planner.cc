@@ -124,6 +124,16 @@ struct Hull {
 // TemporalSplits with at least this many children keep their hulls.
 constexpr size_t kHullChildren = 16;
 
+// Whether the walk, at a TemporalSplit one of whose children is an
+// allocation live over `leaf`, fails for a block live over `range`: it does
+// whenever that leaf overlaps the block (LiveRanges::Overlaps), as the leaf
+// is then the one overlapping child, which takes nothing, or one of
+// several.
+bool LeafRefuses(LiveRange leaf, LiveRange range) {
+  return leaf.begin <= range.begin ? leaf.end > range.begin
+                                   : range.end > leaf.begin;
+}
+
 // One buffer to place (Inductor's Allocation).
 struct Block {
   int32_t buffer;  // index into Problem::buffers
@@ -278,15 +288,34 @@ class Allocator {
   // nodes, listed in `broken`, and no search passes it.
   //
   // Backtracking tries the right halves of the levels skipped, bottom up,
-  // and most fail at once (the pruning test, or too small): a copy of what
-  // those tests read, kept beside the chain, lets the walk pass them
-  // without reading their nodes. A broken level's copy may go stale (its
-  // SpatialSplit is wrapped when the split grows); no search reads it.
+  // and most fail at once (the pruning test, or too small) or at the
+  // buffer the right half was made for (AllocateAtEnd: Temporal{that
+  // buffer}, which stays its first child until the half grows;
+  // LeafRefuses): a copy of what those tests read, kept beside the chain,
+  // lets the walk pass them without reading their nodes. A broken level's
+  // copy may go stale (its SpatialSplit is wrapped when the split grows);
+  // no search reads it.
   struct RightHalf {
-    NodeId node;       // the level's SpatialSplit's right
-    Bytes size_hint;   // the node's, kept equal by UpdatePath
+    NodeId node = kNoNode;  // the level's SpatialSplit's right
+    Bytes size_hint = 0;    // the node's, kept equal by UpdatePath
     FreeTime free_time;
+    bool has_leaf = false;  // the node's first child is an allocation,
+    LiveRange leaf{0, 0};   // live over this range
   };
+  // Returns the chain's copy of right half `right`.
+  RightHalf CopyRightHalf(NodeId right) const {
+    const Node& node = nodes_[right];
+    RightHalf copy;
+    copy.node = right;
+    copy.size_hint = node.size_hint;
+    copy.free_time = node.free_time;
+    if (!node.children.empty() &&
+        nodes_[node.children[0]].kind == NodeKind::kAllocation) {
+      copy.has_leaf = true;
+      copy.leaf = blocks_[nodes_[node.children[0]].block].live_range;
+    }
+    return copy;
+  }
   struct Chain {
     std::vector<NodeId> nodes;        // bottom first
     std::vector<RightHalf> rights;    // per level, as nodes
@@ -300,9 +329,7 @@ class Allocator {
     const Node& split = nodes_[parent];
     if (split.chain < 0 || split.children[0] != spatial) return;
     RightHalf& copy = chains_[split.chain].rights[split.chain_index];
-    const Node& right = nodes_[copy.node];
-    copy.size_hint = right.size_hint;
-    copy.free_time = right.free_time;
+    copy = CopyRightHalf(copy.node);
   }
   // Makes `top` (a new pool root over `below`) a chain split: on top of
   // below's chain when below is an unbroken chain top, else a new chain.
@@ -537,9 +564,8 @@ void Allocator::ExtendChain(NodeId top, NodeId below) {
   nodes_[top].chain = chain;
   nodes_[top].chain_index = static_cast<int32_t>(chains_[chain].nodes.size());
   chains_[chain].nodes.push_back(top);
-  const NodeId right = nodes_[nodes_[top].children[0]].right;
   chains_[chain].rights.push_back(
-      {right, nodes_[right].size_hint, nodes_[right].free_time});
+      CopyRightHalf(nodes_[nodes_[top].children[0]].right));
 }
 
 bool Allocator::Continues(NodeId split, const Block& block) const {
@@ -621,11 +647,12 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
     }
     // Right halves below the top that would fail at once are passed.
     const std::vector<RightHalf>& rights = chains_[last.chain].rights;
-    while (last.from < last.top &&
-           !(block.size <= rights[last.from].size_hint &&
-             rights[last.from].free_time.MayHold(block.live_range))) {
-      ++last.from;
-    }
+    const auto fails = [&](const RightHalf& right) {
+      return block.size > right.size_hint ||
+             !right.free_time.MayHold(block.live_range) ||
+             (right.has_leaf && LeafRefuses(right.leaf, block.live_range));
+    };
+    while (last.from < last.top && fails(rights[last.from])) ++last.from;
     at = rights[last.from].node;
     at_is_last = last.from == last.top && last.is_last;
     if (last.from == last.top) {
@@ -708,12 +735,7 @@ void Allocator::ExtendSpine(NodeId split) {
 }
 
 bool Allocator::LeftFails(const LeftHalf& left, const Block& block) {
-  if (block.size > left.size) return true;
-  // LiveRanges({left.first}).Overlaps(block's range).
-  const LiveRange& first = left.first;
-  const LiveRange& range = block.live_range;
-  return first.begin <= range.begin ? first.end > range.begin
-                                     : range.end > first.begin;
+  return block.size > left.size || LeafRefuses(left.first, block.live_range);
 }
 
 NodeId Allocator::SkipDownSpine(NodeId split, bool is_last,
