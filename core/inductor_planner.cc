@@ -130,8 +130,7 @@ constexpr size_t kHullChildren = 16;
 // is then the one overlapping child, which takes nothing, or one of
 // several.
 bool LeafRefuses(LiveRange leaf, LiveRange range) {
-  return leaf.begin <= range.begin ? leaf.end > range.begin
-                                   : range.end > leaf.begin;
+  return LiveRanges::RangeOverlaps(leaf, range);
 }
 
 // One buffer to place (Inductor's Allocation).

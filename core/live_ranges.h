@@ -66,8 +66,16 @@ class LiveRanges {
           first, last, range.begin,
           [](Timestep t, const LiveRange& r) { return t < r.begin; });
     }
-    if (after != first && (after - 1)->end > range.begin) return true;
-    return after != last && range.end > after->begin;
+    if (after != first && RangeOverlaps(*(after - 1), range)) return true;
+    return after != last && RangeOverlaps(*after, range);
+  }
+
+  // Returns LiveRanges({mine}).Overlaps(other) in O(1): a range that begins
+  // at or before other.begin overlaps when it ends after other.begin; one
+  // that begins after it, when other ends after its begin.
+  static bool RangeOverlaps(LiveRange mine, LiveRange other) {
+    return mine.begin <= other.begin ? mine.end > other.begin
+                                     : other.end > mine.begin;
   }
 
   friend bool operator==(const LiveRanges& a, const LiveRanges& b) {
