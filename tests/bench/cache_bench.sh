@@ -31,25 +31,30 @@ benchmarks="$root/../shared/benchmarks"
 which="${1:-all}"
 seconds="${2:-10}"
 
-server_pid=""
+server_pid=""    # the server started last
+server_pids=()   # every server running
 stop_server() {
-  if [[ -n "$server_pid" ]]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=""
-  fi
+  local pid
+  for pid in "${server_pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  server_pids=()
+  server_pid=""
 }
 trap stop_server EXIT
 
-# start_server FLAGS...: starts memplan-server on a free port, logging at
-# $MEMPLAN_LOG_LEVEL, by default info, the server's default (a line per
-# call: README "Log"); sets $server_pid and $address.
-start_server() {
-  local log
+# start_server_of BUILD FLAGS...: starts BUILD's memplan-server on a free
+# port, logging at $MEMPLAN_LOG_LEVEL, by default info, the server's default
+# (a line per call: README "Log"); sets $server_pid and $address.
+start_server_of() {
+  local of="$1" log
+  shift
   log="$(mktemp)"
-  ${MEMPLAN_PRELOAD:+env LD_PRELOAD=$MEMPLAN_PRELOAD} "$build/server/memplan-server" --listen=127.0.0.1:0 \
+  ${MEMPLAN_PRELOAD:+env LD_PRELOAD=$MEMPLAN_PRELOAD} "$of/server/memplan-server" --listen=127.0.0.1:0 \
     --log_level="${MEMPLAN_LOG_LEVEL:-info}" "$@" 2>"$log" &
   server_pid=$!
+  server_pids+=("$server_pid")
   for _ in $(seq 300); do
     if grep -q "listening on" "$log"; then break; fi
     sleep 0.1
@@ -57,6 +62,9 @@ start_server() {
   address="$(sed -n 's/^memplan-server listening on //p' "$log")"
   [[ -n "$address" ]] || { cat "$log" >&2; exit 1; }
 }
+
+# start_server FLAGS...: start_server_of this build.
+start_server() { start_server_of "$build" "$@"; }
 
 # cpu_seconds PID: user + system CPU seconds the process has used.
 cpu_seconds() {
@@ -110,14 +118,20 @@ with open(sys.argv[1], "w") as out:
 PYTHON
 }
 
+# three_graphs OUT: the cold benchmarks' 986-buffer graph, three corpus
+# training graphs one after the other in time, as a CSV at OUT.
+three_graphs() {
+  corpus_concat "$1" \
+    "$corpus/resnet50_train.forward.intermediates.json" \
+    "$corpus/resnet50_train.backward.intermediates.json" \
+    "$corpus/vit_b_16_train.backward.intermediates.json"
+}
+
 run_cold() {
   echo "== cold graphs: strategy inductor, 1 in flight, every call a miss"
   local concatenated
   concatenated="$(mktemp --suffix=.csv)"
-  corpus_concat "$concatenated" \
-    "$corpus/resnet50_train.forward.intermediates.json" \
-    "$corpus/resnet50_train.backward.intermediates.json" \
-    "$corpus/vit_b_16_train.backward.intermediates.json"
+  three_graphs "$concatenated"
   start_server
   local file out before
   for file in "$concatenated" \
@@ -159,43 +173,25 @@ p50_of() {
 
 run_cold_ab() {
   local base="${MEMPLAN_BASE_BUILD_DIR:?set MEMPLAN_BASE_BUILD_DIR}"
-  local turns="$seconds"
-  local concatenated file log_a log_b address_a address_b
+  local concatenated file address_a address_b turn line results
   concatenated="$(mktemp --suffix=.csv)"
-  corpus_concat "$concatenated" \
-    "$corpus/resnet50_train.forward.intermediates.json" \
-    "$corpus/resnet50_train.backward.intermediates.json" \
-    "$corpus/vit_b_16_train.backward.intermediates.json"
-  log_a="$(mktemp)"
-  log_b="$(mktemp)"
-  "$base/server/memplan-server" --listen=127.0.0.1:0 --cache_bytes=0 \
-    --log_level=warning 2>"$log_a" &
-  ab_pids="$!"
-  "$build/server/memplan-server" --listen=127.0.0.1:0 --cache_bytes=0 \
-    --log_level=warning 2>"$log_b" &
-  ab_pids+=" $!"
-  trap 'kill $ab_pids 2>/dev/null || true' EXIT
-  for _ in $(seq 300); do
-    if grep -q "listening on" "$log_a" && grep -q "listening on" "$log_b"; then
-      break
-    fi
-    sleep 0.1
-  done
-  address_a="$(sed -n 's/^memplan-server listening on //p' "$log_a")"
-  address_b="$(sed -n 's/^memplan-server listening on //p' "$log_b")"
-  local turn results
+  three_graphs "$concatenated"
+  MEMPLAN_LOG_LEVEL=warning start_server_of "$base" --cache_bytes=0
+  address_a="$address"
+  MEMPLAN_LOG_LEVEL=warning start_server_of "$build" --cache_bytes=0
+  address_b="$address"
   for file in "$concatenated" "$benchmarks/idealloc/somas_tensors_resnet50.csv"; do
     echo "== $(basename "$file"): p50 us per turn, $base then $build"
     results=""
-    for turn in $(seq "$turns"); do
-      results+="$(p50_of "$address_a" "$file") $(p50_of "$address_b" "$file")"$'\n'
-      echo "turn $turn: $(tail -n 2 <<<"$results" | head -n 1)"
+    for turn in $(seq "$seconds"); do
+      line="$(p50_of "$address_a" "$file") $(p50_of "$address_b" "$file")"
+      echo "turn $turn: $line"
+      results+="$line"$'\n'
     done
     echo "median: base $(median 1 <<<"$results") us," \
       "this build $(median 2 <<<"$results") us"
   done
-  kill $ab_pids
-  trap - EXIT
+  stop_server
 }
 
 # median COLUMN: the median of that column of stdin's lines.
