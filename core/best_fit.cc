@@ -1,17 +1,21 @@
 #include "core/best_fit.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <queue>
 #include <utility>
+#include <thread>
 #include <vector>
 
 #include "absl/container/btree_set.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 
 namespace memplan {
@@ -20,8 +24,24 @@ namespace {
 // Items placed between two checks of the deadline and cancellation.
 constexpr size_t kCheckInterval = 4096;
 
+// Returns context.Check(), or ABORTED when `abandoned` is set: a portfolio
+// no longer needs the order.
+absl::Status CheckOrder(const PlanContext& context,
+                        const std::atomic<bool>* abandoned) {
+  if (abandoned != nullptr && abandoned->load(std::memory_order_relaxed)) {
+    return absl::AbortedError("the portfolio no longer needs this order");
+  }
+  return context.Check();
+}
+
 // Unions this short are cut from the free gaps interval by interval.
 constexpr size_t kFewIntervals = 4;
+
+// Place fetches the nodes of the job kNodesAhead places ahead, and the
+// blocks of the job kBlocksAhead ahead, in a ring of kLookahead NodeLists.
+constexpr size_t kNodesAhead = 6;
+constexpr size_t kBlocksAhead = 3;
+constexpr size_t kLookahead = 8;
 
 // A half-open interval [lo, hi) of bytes.
 struct ByteInterval {
@@ -29,30 +49,164 @@ struct ByteInterval {
   Bytes hi;
 };
 
+// Storage of the engine's unions of byte intervals: blocks of 2^k
+// intervals, with a free list per k, so that a union that outgrows its
+// block gives the block back for the next one of that size. Blocks are
+// cut from chunks of kChunkIntervals that never move (a block larger than
+// that gets a chunk of its own), so memory grows by a chunk at a time, not
+// by copying all of it. Clear keeps the shared chunks for the next Place.
+class IntervalArena {
+ public:
+  void Clear() {
+    large_.clear();
+    for (std::vector<uint64_t>& free : free_) free.clear();
+    current_ = 0;
+    used_ = 0;
+  }
+
+  // Returns the index of a block of 2^capacity_log2 intervals.
+  uint64_t Allocate(uint32_t capacity_log2) {
+    std::vector<uint64_t>& free = free_[capacity_log2];
+    if (!free.empty()) {
+      const uint64_t index = free.back();
+      free.pop_back();
+      return index;
+    }
+    const uint64_t capacity = uint64_t{1} << capacity_log2;
+    if (capacity > kChunkIntervals) {
+      large_.emplace_back(new ByteInterval[capacity]);
+      return (kLarge + large_.size() - 1) << 32;
+    }
+    if (used_ + capacity > kChunkIntervals) {
+      ++current_;
+      used_ = 0;
+    }
+    if (current_ == shared_.size()) {
+      shared_.emplace_back(new ByteInterval[kChunkIntervals]);
+    }
+    const uint64_t index = (current_ << 32) | used_;
+    used_ += capacity;
+    return index;
+  }
+
+  void Release(uint64_t index, uint32_t capacity_log2) {
+    free_[capacity_log2].push_back(index);
+  }
+
+  ByteInterval* at(uint64_t index) {
+    const uint64_t chunk = index >> 32;
+    ByteInterval* const first =
+        chunk < kLarge ? shared_[chunk].get() : large_[chunk - kLarge].get();
+    return first + (index & 0xffffffffu);
+  }
+
+ private:
+  static constexpr uint64_t kChunkIntervals = uint64_t{1} << 20;  // 16 MiB
+  static constexpr uint64_t kLarge = uint64_t{1} << 31;  // large_'s ids
+  std::vector<std::unique_ptr<ByteInterval[]>> shared_;  // kept by Clear
+  std::vector<std::unique_ptr<ByteInterval[]>> large_;   // a block each
+  uint64_t current_ = 0;  // the shared chunk blocks are cut from
+  uint64_t used_ = 0;     // intervals of it handed out
+  std::vector<uint64_t> free_[64];  // by capacity_log2
+};
+
 // A union of byte intervals: sorted by lo, pairwise disjoint and not
 // touching (an interval ending at x and one beginning at x are merged).
-// Most hold one interval, which needs no allocation.
-using ByteUnion = absl::InlinedVector<ByteInterval, 1>;
+// A union of one interval is its span alone; larger ones keep their
+// intervals in an IntervalArena block.
+struct ByteUnion {
+  // [first interval's lo, last interval's hi); with size 1, the interval.
+  ByteInterval span = {0, 0};
+  uint64_t block = 0;          // arena index of the intervals; size >= 2
+  uint32_t size = 0;           // number of intervals
+  uint32_t capacity_log2 = 0;  // the block holds 2^capacity_log2
 
-// Adds [lo, hi) (lo < hi) to `byte_union`. Amortized O(log n) plus the
-// moves of the tail.
-void AddToUnion(ByteUnion& byte_union, Bytes lo, Bytes hi) {
+  Bytes hi() const { return span.hi; }
+};
+
+// Returns the first of the intervals [first, last), sorted and disjoint,
+// whose hi exceeds x; last if none does. A binary search without branches
+// on the data: its trip count depends on the length alone, so it costs no
+// mispredicted branches (the searches here are short and unpredictable).
+template <typename Interval>
+Interval* FirstEndingAfter(Interval* first, Interval* last, Bytes x) {
+  size_t n = static_cast<size_t>(last - first);
+  while (n > 1) {
+    const size_t half = n / 2;
+    // A product, not a conditional: compilers turn the latter into a branch.
+    first += half * static_cast<size_t>(first[half - 1].hi <= x);
+    n -= half;
+  }
+  return first + (n == 1 && first->hi <= x ? 1 : 0);
+}
+
+// Adds [lo, hi) (lo < hi) to `byte_union`. O(log n) plus the moves of the
+// tail, amortized.
+void AddToUnion(ByteUnion& byte_union, Bytes lo, Bytes hi,
+                IntervalArena& arena) {
+  ByteUnion& u = byte_union;
+  if (u.size == 0) {
+    u = ByteUnion{{lo, hi}, 0, 1, 0};
+    return;
+  }
+  if (u.size == 1) {
+    if (lo <= u.span.hi && u.span.lo <= hi) {  // overlapping or touching
+      u.span.lo = std::min(u.span.lo, lo);
+      u.span.hi = std::max(u.span.hi, hi);
+      return;
+    }
+    u.block = arena.Allocate(1);
+    u.capacity_log2 = 1;
+    u.size = 2;
+    ByteInterval* const intervals = arena.at(u.block);
+    const ByteInterval old{u.span.lo, u.span.hi};
+    const ByteInterval added{lo, hi};
+    intervals[0] = lo < old.lo ? added : old;
+    intervals[1] = lo < old.lo ? old : added;
+    u.span.lo = intervals[0].lo;
+    u.span.hi = intervals[1].hi;
+    return;
+  }
+  ByteInterval* intervals = arena.at(u.block);
+  ByteInterval* const end = intervals + u.size;
   // The first interval that reaches lo: every one before it ends below lo.
-  auto first = std::lower_bound(
-      byte_union.begin(), byte_union.end(), lo,
-      [](const ByteInterval& interval, Bytes x) { return interval.hi < x; });
-  auto last = first;
-  while (last != byte_union.end() && last->lo <= hi) {
+  ByteInterval* const first = FirstEndingAfter(intervals, end, lo - 1);
+  ByteInterval* last = first;
+  while (last != end && last->lo <= hi) {
     lo = std::min(lo, last->lo);
     hi = std::max(hi, last->hi);
     ++last;
   }
-  if (first == last) {
-    byte_union.insert(first, ByteInterval{lo, hi});
-    return;
+  if (first != last) {  // merges [first, last) into one
+    *first = ByteInterval{lo, hi};
+    std::copy(last, end, first + 1);
+    u.size -= static_cast<uint32_t>(last - first - 1);
+  } else {  // a new interval before `first`
+    const size_t position = static_cast<size_t>(first - intervals);
+    if (u.size == (uint32_t{1} << u.capacity_log2)) {
+      const uint64_t grown = arena.Allocate(u.capacity_log2 + 1);
+      ByteInterval* const copy = arena.at(grown);
+      std::copy(intervals, intervals + position, copy);
+      std::copy(intervals + position, intervals + u.size,
+                copy + position + 1);
+      arena.Release(u.block, u.capacity_log2);
+      u.block = grown;
+      ++u.capacity_log2;
+      intervals = copy;
+    } else {
+      std::copy_backward(intervals + position, intervals + u.size,
+                         intervals + u.size + 1);
+    }
+    intervals[position] = ByteInterval{lo, hi};
+    ++u.size;
   }
-  *first = ByteInterval{lo, hi};
-  byte_union.erase(first + 1, last);
+  u.span.lo = intervals[0].lo;
+  u.span.hi = intervals[u.size - 1].hi;
+  if (u.size == 1) {
+    arena.Release(u.block, u.capacity_log2);
+    u.block = 0;
+    u.capacity_log2 = 0;
+  }
 }
 
 // The end of the gap above every item.
@@ -159,15 +313,15 @@ class BestFitEngine {
     nodes_.resize(2 * leaves_);
   }
 
+  // Places the items in `order`; stops with ABORTED once `*abandoned`
+  // (when given) is set, as with a deadline.
   absl::StatusOr<Placement> Place(BestFitOrder order,
-                                  const PlanContext& context) {
-    absl::Status status = context.Check();
+                                  const PlanContext& context,
+                                  const std::atomic<bool>* abandoned = nullptr) {
+    absl::Status status = CheckOrder(context, abandoned);
     if (!status.ok()) return status;
-    for (Node& node : nodes_) {
-      node.own.clear();
-      node.sub.clear();
-      node.sub_sorted = 0;
-    }
+    std::fill(nodes_.begin(), nodes_.end(), Node{});
+    arena_.Clear();
 
     const std::vector<PlacementItem>& items = problem_.items;
     Placement placement;
@@ -177,8 +331,8 @@ class BestFitEngine {
       placement.offsets[i] = items[i].fixed_offset;
       if (Spatial(items[i])) {
         const Job job = MakeJob(i);
-        Decompose(job);
-        Insert(job, items[i].fixed_offset);
+        Decompose(job, lookahead_[0]);
+        Insert(job, items[i].fixed_offset, lookahead_[0]);
       }
     }
     std::vector<Job> jobs;
@@ -187,62 +341,48 @@ class BestFitEngine {
       jobs.reserve(keys.size());
       for (const OrderKey& key : keys) jobs.push_back(MakeJob(key.item));
     }
+    // The nodes of later jobs are found and fetched while this one is
+    // placed: the engine waits on memory far more than it computes.
+    const auto stage = [&](size_t k) {
+      NodeList& nodes = lookahead_[k % kLookahead];
+      Decompose(jobs[k], nodes);
+      PrefetchNodes(nodes);
+    };
+    for (size_t k = 0; k < std::min(kNodesAhead, jobs.size()); ++k) stage(k);
     for (size_t k = 0; k < jobs.size(); ++k) {
       if (k % kCheckInterval == kCheckInterval - 1) {
-        status = context.Check();
+        status = CheckOrder(context, abandoned);
         if (!status.ok()) return status;
       }
+      if (k + kNodesAhead < jobs.size()) stage(k + kNodesAhead);
+      if (k + kBlocksAhead < jobs.size()) {
+        PrefetchBlocks(lookahead_[(k + kBlocksAhead) % kLookahead]);
+      }
       const Job& job = jobs[k];
-      Decompose(job);
-      const Bytes offset = BestOffset(job);
+      const NodeList& nodes = lookahead_[k % kLookahead];
+      const Bytes offset = BestOffset(job, nodes);
       placement.offsets[job.item] = offset;
-      Insert(job, offset);
+      Insert(job, offset, nodes);
     }
     placement.height = PlacementHeight(problem_, placement.offsets);
     return placement;
   }
 
  private:
-  struct Node {
-    ByteUnion own;  // items stored here: each covers the node's span
-    // Items stored here or below; kept where level_read_. Its first
-    // sub_sorted intervals form a union (sorted, coalesced); those after
-    // are appended as they come and merged in batches.
-    ByteUnion sub;
-    uint32_t sub_sorted = 0;
+  // The nodes one job reads and writes (Decompose), each list bottom-up;
+  // at most two a level.
+  struct NodeList {
+    size_t canonical_count = 0;
+    size_t ancestor_count = 0;
+    size_t canonical[128];
+    size_t ancestors[128];
   };
 
-  // Adds [lo, hi) to node.sub: appended, and merged into the sorted part
-  // once the appended part is a third of the whole.
-  void AppendToSub(Node& node, Bytes lo, Bytes hi) {
-    node.sub.push_back(ByteInterval{lo, hi});
-    const size_t appended = node.sub.size() - node.sub_sorted;
-    if (appended >= 8 && appended * 2 >= node.sub_sorted) MergeSub(node);
-  }
-
-  // Merges the appended part of node.sub into its sorted part.
-  void MergeSub(Node& node) {
-    ByteUnion& sub = node.sub;
-    const auto by_lo = [](const ByteInterval& x, const ByteInterval& y) {
-      return x.lo < y.lo;
-    };
-    std::sort(sub.begin() + node.sub_sorted, sub.end(), by_lo);
-    merged_.clear();
-    auto a = sub.begin();
-    const auto a_end = sub.begin() + node.sub_sorted;
-    auto b = a_end;
-    while (a != a_end || b != sub.end()) {
-      const ByteInterval next =
-          (b == sub.end() || (a != a_end && a->lo <= b->lo)) ? *a++ : *b++;
-      if (!merged_.empty() && next.lo <= merged_.back().hi) {
-        merged_.back().hi = std::max(merged_.back().hi, next.hi);
-      } else {
-        merged_.push_back(next);
-      }
-    }
-    sub.assign(merged_.begin(), merged_.end());
-    node.sub_sorted = static_cast<uint32_t>(sub.size());
-  }
+  // One cache line: a visit that needs only the spans reads nothing else.
+  struct alignas(64) Node {
+    ByteUnion own;  // items stored here: each covers the node's span
+    ByteUnion sub;  // items stored here or below; kept where level_read_
+  };
 
   // Returns whether the item occupies bytes at some time, i.e. can conflict.
   static bool Spatial(const PlacementItem& item) {
@@ -351,15 +491,21 @@ class BestFitEngine {
     return contention;
   }
 
-  // Sets canonical_ to the job's canonical nodes and ancestors_ to their
-  // strict ancestors on levels that are read.
+  // Sets `nodes` to the job's canonical nodes and to their strict ancestors
+  // on levels that are read, each bottom-up.
   //
   // Bottom-up, a canonical node taken on the left at some level has as its
   // ancestor, at every level above, the node just left of the remaining
   // range (l - 1); one taken on the right, the node just right of it (r).
-  void Decompose(const Job& job) {
-    canonical_.clear();
-    ancestors_.clear();
+  void Decompose(const Job& job, NodeList& nodes) const {
+    nodes.canonical_count = 0;
+    nodes.ancestor_count = 0;
+    const auto canonical = [&](size_t v) {
+      nodes.canonical[nodes.canonical_count++] = v;
+    };
+    const auto ancestor = [&](size_t v) {
+      nodes.ancestors[nodes.ancestor_count++] = v;
+    };
     size_t l = job.first_leaf + leaves_;
     size_t r = job.end_leaf + leaves_;
     bool left = false;   // a canonical node was taken on the left
@@ -367,15 +513,15 @@ class BestFitEngine {
     int level = 0;
     for (; l < r; ++level, l >>= 1, r >>= 1) {
       if (level_read_[level]) {
-        if (left) ancestors_.push_back(l - 1);
-        if (right) ancestors_.push_back(r);
+        if (left) ancestor(l - 1);
+        if (right) ancestor(r);
       }
       if ((l & 1) != 0) {
-        canonical_.push_back(l++);
+        canonical(l++);
         left = true;
       }
       if ((r & 1) != 0) {
-        canonical_.push_back(--r);
+        canonical(--r);
         right = true;
       }
     }
@@ -384,8 +530,8 @@ class BestFitEngine {
     for (; level < levels_; ++level) {
       if (right_ancestor == left_ancestor) right_ancestor = 0;
       if (level_read_[level]) {
-        if (left_ancestor != 0) ancestors_.push_back(left_ancestor);
-        if (right_ancestor != 0) ancestors_.push_back(right_ancestor);
+        if (left_ancestor != 0) ancestor(left_ancestor);
+        if (right_ancestor != 0) ancestor(right_ancestor);
       }
       left_ancestor >>= 1;
       right_ancestor >>= 1;
@@ -393,14 +539,42 @@ class BestFitEngine {
   }
 
   // Records the job at `offset` in the nodes Decompose(job) found.
-  void Insert(const Job& job, Bytes offset) {
+  void Insert(const Job& job, Bytes offset, const NodeList& nodes) {
     const Bytes lo = offset;
     const Bytes hi = offset + job.size;
-    for (const size_t v : canonical_) {
-      AddToUnion(nodes_[v].own, lo, hi);
-      AppendToSub(nodes_[v], lo, hi);
+    for (size_t k = 0; k < nodes.canonical_count; ++k) {
+      Node& node = nodes_[nodes.canonical[k]];
+      AddToUnion(node.own, lo, hi, arena_);
+      AddToUnion(node.sub, lo, hi, arena_);
     }
-    for (const size_t v : ancestors_) AppendToSub(nodes_[v], lo, hi);
+    for (size_t k = 0; k < nodes.ancestor_count; ++k) {
+      AddToUnion(nodes_[nodes.ancestors[k]].sub, lo, hi, arena_);
+    }
+  }
+
+  void PrefetchNodes(const NodeList& nodes) const {
+    for (size_t k = 0; k < nodes.canonical_count; ++k) {
+      __builtin_prefetch(&nodes_[nodes.canonical[k]]);
+    }
+    for (size_t k = 0; k < nodes.ancestor_count; ++k) {
+      __builtin_prefetch(&nodes_[nodes.ancestors[k]]);
+    }
+  }
+
+  // Prefetches the blocks of the unions a job reads and writes, from the
+  // nodes PrefetchNodes fetched a few jobs earlier. A block that moves
+  // before the job is placed costs a wasted prefetch, nothing else.
+  void PrefetchBlocks(const NodeList& nodes) {
+    for (size_t k = 0; k < nodes.canonical_count; ++k) {
+      const Node& node = nodes_[nodes.canonical[k]];
+      PrefetchBlock(node.sub);
+      PrefetchBlock(node.own);
+    }
+    for (size_t k = 0; k < nodes.ancestor_count; ++k) {
+      const Node& node = nodes_[nodes.ancestors[k]];
+      PrefetchBlock(node.own);
+      PrefetchBlock(node.sub);
+    }
   }
 
   // Returns the best-fit offset for the job among the items placed so far,
@@ -411,16 +585,14 @@ class BestFitEngine {
   // gap that can no longer hold the item (gaps only shrink). What is left
   // are the maximal gaps free during the item's live range that fit it,
   // and the unbounded gap above everything.
-  Bytes BestOffset(const Job& job) {
+  Bytes BestOffset(const Job& job, const NodeList& nodes) {
     free_[0] = ByteInterval{0, kUnbounded};
     free_size_ = 1;
-    for (auto v = canonical_.rbegin(); v != canonical_.rend(); ++v) {
-      Node& node = nodes_[*v];
-      if (node.sub.size() != node.sub_sorted) MergeSub(node);
-      Subtract(node.sub.data(), node.sub.size(), job);
+    for (size_t k = nodes.canonical_count; k-- > 0;) {
+      Subtract(nodes_[nodes.canonical[k]].sub, job);
     }
-    for (const size_t v : ancestors_) {
-      Subtract(nodes_[v].own.data(), nodes_[v].own.size(), job);
+    for (size_t k = 0; k < nodes.ancestor_count; ++k) {
+      Subtract(nodes_[nodes.ancestors[k]].own, job);
     }
 
     Bytes best_offset = -1;
@@ -437,6 +609,24 @@ class BestFitEngine {
     return AlignUpPow2(free_[free_size_ - 1].lo, job.alignment);
   }
 
+  // Returns the intervals of a non-empty union.
+  const ByteInterval* Intervals(const ByteUnion& byte_union) {
+    return byte_union.size == 1 ? &byte_union.span
+                                : arena_.at(byte_union.block);
+  }
+
+  // Prefetches the first lines of a union's block.
+  void PrefetchBlock(const ByteUnion& byte_union) {
+    if (byte_union.size < 2) return;
+    const char* const first =
+        reinterpret_cast<const char*>(arena_.at(byte_union.block));
+    const size_t bytes =
+        std::min<size_t>(byte_union.size, 16) * sizeof(ByteInterval);
+    for (size_t line = 0; line < bytes; line += 64) {
+      __builtin_prefetch(first + line);
+    }
+  }
+
   // Removes `interval` from the free gaps in place, and the pieces of the
   // gaps it cuts that cannot hold the job: a binary search and a short
   // move, cheaper than Subtract's walk over all gaps for a short union.
@@ -444,11 +634,7 @@ class BestFitEngine {
     ByteInterval* const gaps = free_.data();
     // The first gap that ends after the interval begins.
     size_t g = static_cast<size_t>(
-        std::lower_bound(gaps, gaps + free_size_, interval.lo,
-                         [](const ByteInterval& gap, Bytes x) {
-                           return gap.hi <= x;
-                         }) -
-        gaps);
+        FirstEndingAfter(gaps, gaps + free_size_, interval.lo) - gaps);
     const auto fits = [&](Bytes lo, Bytes hi) {
       return lo < hi &&
              (hi == kUnbounded || AlignUpPow2(lo, job.alignment) + job.size <= hi);
@@ -480,10 +666,13 @@ class BestFitEngine {
     }
   }
 
-  // Removes the `count` intervals at `intervals` (sorted, coalesced) from
-  // the free gaps, and then the gaps that cannot hold the job.
-  void Subtract(const ByteInterval* intervals, size_t count, const Job& job) {
-    if (count == 0) return;
+  // Removes the intervals of `byte_union` from the free gaps, and then the
+  // gaps that cannot hold the job.
+  void Subtract(const ByteUnion& byte_union, const Job& job) {
+    // Below every gap (the last one, unbounded, is never dropped).
+    if (byte_union.size == 0 || byte_union.hi() <= free_[0].lo) return;
+    const ByteInterval* const intervals = Intervals(byte_union);
+    const size_t count = byte_union.size;
     if (count <= kFewIntervals) {
       for (size_t k = 0; k < count; ++k) Cut(intervals[k], job);
       return;
@@ -528,13 +717,13 @@ class BestFitEngine {
   std::vector<uint32_t> end_leaf_;    // per item: one past its last leaf
   std::vector<bool> level_read_;      // per level: a canonical node is there
   std::vector<Node> nodes_;           // heap order: root 1, leaves from leaves_
-  std::vector<size_t> canonical_;     // scratch of Decompose
-  std::vector<size_t> ancestors_;     // scratch of Decompose
+  // The nodes of the job being placed and of the next few, in a ring.
+  std::vector<NodeList> lookahead_ = std::vector<NodeList>(kLookahead);
   // Scratch of BestOffset and Subtract: the free gaps are free_[0, free_size_).
   std::vector<ByteInterval> free_ = std::vector<ByteInterval>(1);
   size_t free_size_ = 0;
   std::vector<ByteInterval> next_free_;
-  std::vector<ByteInterval> merged_;    // scratch of MergeSub
+  IntervalArena arena_;  // blocks of the nodes' unions
 };
 
 // Best-fit in program order as a sweep over time, for problems without
@@ -558,8 +747,9 @@ class ProgramOrderSweep {
   explicit ProgramOrderSweep(const PlacementProblem& problem)
       : problem_(problem) {}
 
-  absl::StatusOr<Placement> Place(const PlanContext& context) {
-    absl::Status status = context.Check();
+  absl::StatusOr<Placement> Place(const PlanContext& context,
+                                  const std::atomic<bool>* abandoned = nullptr) {
+    absl::Status status = CheckOrder(context, abandoned);
     if (!status.ok()) return status;
     const std::vector<PlacementItem>& items = problem_.items;
     Placement placement;
@@ -580,7 +770,7 @@ class ProgramOrderSweep {
         ends;
     for (size_t k = 0; k < order.size(); ++k) {
       if (k % kCheckInterval == kCheckInterval - 1) {
-        status = context.Check();
+        status = CheckOrder(context, abandoned);
         if (!status.ok()) return status;
       }
       const auto [begin, i] = order[k];
@@ -595,7 +785,7 @@ class ProgramOrderSweep {
       placement.offsets[i] = offset;
     }
     placement.height = PlacementHeight(problem_, placement.offsets);
-    return placement;
+        return placement;
   }
 
  private:
@@ -693,41 +883,127 @@ absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
   return engine.Place(order, context);
 }
 
+namespace {
+
+// Portfolios of at least this many items run their orders on threads.
+constexpr size_t kParallelItems = 20000;
+
+// The threads an automatic portfolio uses at most: each holds an engine,
+// whose memory grows with the problem.
+constexpr int kMaxPortfolioThreads = 2;
+
+// Returns how many threads BestFitPortfolio runs its orders on.
+int PortfolioThreads(const PlacementProblem& problem,
+                     const PlanContext& context, int threads) {
+  // A work cap counts Check() calls, so several threads would spend it in
+  // an order that depends on timing.
+  if (context.work_left != nullptr) return 1;
+  if (threads == 0) {
+    if (problem.items.size() < kParallelItems) return 1;
+    threads = std::min<int>(kMaxPortfolioThreads,
+                            static_cast<int>(std::thread::hardware_concurrency()));
+  }
+  return std::clamp(threads, 1, static_cast<int>(std::size(kAllBestFitOrders)));
+}
+
+// Places with one order: the sweep for program order without pinned
+// items, else `engine`, built on first use.
+absl::StatusOr<Placement> PlaceOneOrder(const PlacementProblem& problem,
+                                        BestFitOrder order,
+                                        const PlanContext& context,
+                                        const std::atomic<bool>* abandoned,
+                                        std::optional<BestFitEngine>& engine) {
+  if (order == BestFitOrder::kProgramOrder && !AnyPinned(problem)) {
+    return ProgramOrderSweep(problem).Place(context, abandoned);
+  }
+  if (!engine.has_value()) engine.emplace(problem);
+  return engine->Place(order, context, abandoned);
+}
+
+}  // namespace
+
 absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
                                            const PlanContext& context,
                                            BestFitOrder* winner,
-                                           absl::Time stop_after) {
-  BestFitEngine engine(problem);
-  absl::StatusOr<Placement> best;
-  BestFitOrder best_order = kAllBestFitOrders[0];
+                                           absl::Time stop_after,
+                                           int threads) {
+  constexpr size_t kOrders = std::size(kAllBestFitOrders);
   // No placement is lower than the bound, and ties go to the order listed
-  // first, so the first order to reach it wins.
+  // first, so the first order to reach it wins: later ones need not run.
   const Bytes bound = PlacementLowerBound(problem);
-  for (const BestFitOrder order : kAllBestFitOrders) {
-    if (best.ok() && best->height <= bound) break;
-    if (best.ok() && absl::Now() >= stop_after) break;
-    PlanContext order_context = context;
-    if (best.ok() && stop_after < order_context.deadline) {
-      order_context.deadline = stop_after;
-    }
-    absl::StatusOr<Placement> placement =
-        order == BestFitOrder::kProgramOrder && !AnyPinned(problem)
-            ? ProgramOrderSweep(problem).Place(order_context)
-            : engine.Place(order, order_context);
-    if (!placement.ok()) {
-      // Out of time for this order: keep the best finished one.
-      if (best.ok() && absl::Now() >= stop_after &&
-          placement.status().code() == absl::StatusCode::kDeadlineExceeded) {
-        break;
+  std::atomic<size_t> next{0};  // the next order to start
+  std::atomic<size_t> first_at_bound{kOrders};  // lowest order at the bound
+  std::atomic<size_t> finished{0};  // orders that placed everything
+  std::atomic<bool> failed{false};  // an order failed: start no more
+  // Set for the orders after one that reached the bound: they cannot win.
+  std::atomic<bool> abandoned[kOrders] = {};
+  // The lowest placement so far, ties to the lowest order, and the error of
+  // the lowest order that failed: the same whichever thread finishes first.
+  // Losing placements are dropped as they come, to bound memory.
+  absl::Mutex mutex;
+  absl::StatusOr<Placement> best = absl::NotFoundError("no order ran");
+  size_t best_order = kOrders;
+  absl::Status error;
+  size_t error_order = kOrders;
+  // Out of time for an order after another finished (an anytime step).
+  const auto cut_short = [&](const absl::Status& status) {
+    return absl::IsDeadlineExceeded(status) && finished.load() > 0 &&
+           absl::Now() >= stop_after;
+  };
+  const auto work = [&] {
+    std::optional<BestFitEngine> engine;
+    for (size_t k = next++; k < kOrders && !failed.load(); k = next++) {
+      if (k > first_at_bound.load()) continue;
+      if (finished.load() > 0 && absl::Now() >= stop_after) break;
+      // Every order but the first stops at stop_after.
+      PlanContext order_context = context;
+      if (k > 0 && stop_after < order_context.deadline) {
+        order_context.deadline = stop_after;
       }
-      return placement.status();
+      absl::StatusOr<Placement> placement = PlaceOneOrder(
+          problem, kAllBestFitOrders[k], order_context, &abandoned[k], engine);
+      if (!placement.ok()) {
+        if (absl::IsAborted(placement.status()) ||
+            cut_short(placement.status())) {
+          continue;
+        }
+        failed = true;
+        absl::MutexLock lock(&mutex);
+        if (k < error_order) {
+          error = placement.status();
+          error_order = k;
+        }
+        continue;
+      }
+      ++finished;
+      if (placement->height <= bound) {
+        size_t at = first_at_bound.load();
+        while (k < at && !first_at_bound.compare_exchange_weak(at, k)) {
+        }
+        for (size_t later = k + 1; later < kOrders; ++later) {
+          abandoned[later] = true;
+        }
+      }
+      absl::MutexLock lock(&mutex);
+      if (best_order == kOrders || placement->height < best->height ||
+          (placement->height == best->height && k < best_order)) {
+        best = std::move(placement);
+        best_order = k;
+      }
     }
-    if (!best.ok() || placement->height < best->height) {
-      best = std::move(placement);
-      best_order = order;
-    }
+  };
+  const int thread_count = PortfolioThreads(problem, context, threads);
+  if (thread_count == 1) {
+    work();
+  } else {
+    std::vector<std::thread> workers;
+    for (int t = 1; t < thread_count; ++t) workers.emplace_back(work);
+    work();
+    for (std::thread& worker : workers) worker.join();
   }
-  if (winner != nullptr) *winner = best_order;
+  if (error_order < kOrders) return error;
+  if (best_order == kOrders) return absl::InternalError("no best-fit order ran");
+  if (winner != nullptr) *winner = kAllBestFitOrders[best_order];
   return best;
 }
 

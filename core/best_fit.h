@@ -92,14 +92,20 @@ absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
 // placement of lowest height, ties going to the order listed first; sets
 // `*winner` (when not null) to that order. Stops early once an order
 // reaches PlacementLowerBound. Returns DEADLINE_EXCEEDED or CANCELLED when
-// `context` says so. As XLA's ChooseBestHeapAlgorithm.
+// `context` says so, or the first error of an order. As XLA's
+// ChooseBestHeapAlgorithm.
 // With `stop_after` set, the portfolio is an anytime step (auto's time
 // budget): the first order runs to the end, later ones stop at that time,
 // and the best finished placement is returned.
+// `threads`: how many orders run at once, each thread with an engine of
+// its own (memory grows with it); 0 picks 2 from 20,000 items up (fewer
+// when the machine has one core), else 1. Without a deadline the result
+// is the same for every thread count. A context with `work_left` always
+// runs on one thread, so that its cap is spent in the same order.
 absl::StatusOr<Placement> BestFitPortfolio(
     const PlacementProblem& problem, const PlanContext& context,
     BestFitOrder* winner = nullptr,
-    absl::Time stop_after = absl::InfiniteFuture());
+    absl::Time stop_after = absl::InfiniteFuture(), int threads = 0);
 
 }  // namespace memplan
 

@@ -3,7 +3,7 @@
 // benchmark traces, and prints height over the lower bound.
 //
 //   build/tests/bench/memplan-best-fit-bench [--sizes=1000,...,1000000]
-//       [--benchmarks_dir=DIR] [--seed=1]
+//       [--benchmarks_dir=DIR] [--seed=1] [--threads=0] [--per_order=true]
 //
 // Random problems: n items, begins uniform in [0, n), lengths as
 // RandomPlacementOptions with max_length_log2 (default 10: an exponent e
@@ -11,8 +11,8 @@
 // live at a time), sizes uniform in [1, 1 MiB], alignment 1.
 //
 // Columns: wall and CPU seconds of the whole portfolio (first row of a
-// problem) or of one order alone (the rows below it); CPU nanoseconds per
-// n log2 n; height / lower bound - 1; the winning order; the peak resident
+// problem; from 20,000 items it runs on two threads unless --threads=1)
+// or of one order alone (the rows below it); CPU nanoseconds per n log2 n; height / lower bound - 1; the winning order; the peak resident
 // memory of the process so far (getrusage ru_maxrss); whether the
 // portfolio's placement passes ValidatePlacement.
 #include <sys/resource.h>
@@ -47,6 +47,9 @@ ABSL_FLAG(int, max_length_log2, 10,
           "random live ranges are at most 2^this timesteps long");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the random problems");
 ABSL_FLAG(bool, per_order, true, "also time every order alone");
+ABSL_FLAG(int, threads, 0,
+          "threads of the portfolio (BestFitPortfolio's threads; 0: its "
+          "automatic choice)");
 
 namespace memplan {
 namespace {
@@ -93,7 +96,11 @@ bool Report(const std::string& name, const PlacementProblem& problem) {
   const Bytes bound = PlacementLowerBound(problem);
   BestFitOrder winner;
   const Timed portfolio =
-      Time([&] { return BestFitPortfolio(problem, PlanContext(), &winner); });
+      Time([&] {
+        return BestFitPortfolio(problem, PlanContext(), &winner,
+                                absl::InfiniteFuture(),
+                                absl::GetFlag(FLAGS_threads));
+      });
   if (!portfolio.placement.ok()) {
     std::printf("%s: %s\n", name.c_str(),
                 portfolio.placement.status().ToString().c_str());
