@@ -98,7 +98,7 @@ absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
 // budget): the first order runs to the end, later ones stop at that time,
 // and the best finished placement is returned.
 // `threads`: how many orders run at once, each thread with an engine of
-// its own (memory grows with it); 0 picks 2 from 20,000 items up (fewer
+// its own (memory grows with it); 0 picks 2 from 5,000 items up (fewer
 // when the machine has one core), else 1. Without a deadline the result
 // is the same for every thread count. A context with `work_left` always
 // runs on one thread, so that its cap is spent in the same order.

@@ -11,7 +11,7 @@
 // live at a time), sizes uniform in [1, 1 MiB], alignment 1.
 //
 // Columns: wall and CPU seconds of the whole portfolio (first row of a
-// problem; from 20,000 items it runs on two threads unless --threads=1)
+// problem; from 5,000 items it runs on two threads unless --threads=1)
 // or of one order alone (the rows below it); CPU nanoseconds per n log2 n; height / lower bound - 1; the winning order; the peak resident
 // memory of the process so far (getrusage ru_maxrss); whether the
 // portfolio's placement passes ValidatePlacement.

@@ -48,7 +48,7 @@ TEST(BestFitPortfolioThreadsTest, ThreadsNeverChangeThePortfolio) {
   }
 }
 
-// From 20,000 items the automatic choice runs on threads; the result is
+// From 5,000 items the automatic choice runs on threads; the result is
 // still the one-thread portfolio's.
 TEST(BestFitPortfolioThreadsTest, LargeProblemsOnAutomaticThreads) {
   RandomPlacementOptions options;
