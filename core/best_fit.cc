@@ -56,31 +56,55 @@ struct ByteInterval {
 };
 
 // Memory for the engine's arrays, which it reads at random. From 8 MiB
-// up it is aligned to 2 MiB and, on Linux, marked for transparent huge
+// up, on Linux, it is mapped on its own and marked for transparent huge
 // pages, so that a read misses the TLB far less often than with 4 KiB
-// pages; smaller arrays are not rounded up. Freed with free(); the
-// contents are uninitialized.
-struct FreeMemory {
-  void operator()(void* memory) const { std::free(memory); }
+// pages, and it goes back to the system when freed (malloc keeps large
+// freed blocks once its threshold has grown). Smaller arrays come from
+// malloc. The contents are uninitialized.
+class HugeMemory {
+ public:
+  void operator()(void* memory) const {
+#ifdef __linux__
+    if (mapped_bytes_ > 0) {
+      munmap(memory, mapped_bytes_);
+      return;
+    }
+#endif
+    std::free(memory);
+  }
+
+  static std::pair<void*, HugeMemory> Allocate(size_t bytes) {
+    HugeMemory owner;
+#ifdef __linux__
+    constexpr size_t kMapFrom = size_t{8} << 20;
+    if (bytes >= kMapFrom) {
+      void* const memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (memory == MAP_FAILED) throw std::bad_alloc();
+      // A hint: where it fails, the memory is used as it is.
+      madvise(memory, bytes, MADV_HUGEPAGE);
+      owner.mapped_bytes_ = bytes;
+      return {memory, owner};
+    }
+#endif
+    // Cache-line aligned, as Node asks.
+    void* const memory =
+        std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+    if (memory == nullptr) throw std::bad_alloc();
+    return {memory, owner};
+  }
+
+ private:
+  size_t mapped_bytes_ = 0;  // 0: from malloc
 };
 template <typename T>
-using HugeArray = std::unique_ptr<T[], FreeMemory>;
+using HugeArray = std::unique_ptr<T[], HugeMemory>;
 
 template <typename T>
 HugeArray<T> AllocateHuge(size_t count) {
-  constexpr size_t kHugePage = size_t{2} << 20;
-  size_t bytes = std::max<size_t>(count, 1) * sizeof(T);
-  const bool huge = bytes >= 4 * kHugePage;
-  const size_t alignment = huge ? kHugePage : alignof(std::max_align_t);
-  bytes = (bytes + alignment - 1) / alignment * alignment;
-  void* const memory =
-      std::aligned_alloc(std::max(alignment, alignof(T)), bytes);
-  if (memory == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  // A hint: where it fails, the memory is used as it is.
-  if (huge) madvise(memory, bytes, MADV_HUGEPAGE);
-#endif
-  return HugeArray<T>(static_cast<T*>(memory));
+  static_assert(alignof(T) <= 64);
+  auto [memory, owner] = HugeMemory::Allocate(count * sizeof(T));
+  return HugeArray<T>(static_cast<T*>(memory), owner);
 }
 
 // Storage of the engine's unions of byte intervals: blocks of 2^k
