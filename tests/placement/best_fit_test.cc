@@ -400,25 +400,10 @@ std::vector<Bytes> ReferenceBestFit(const PlacementProblem& problem,
   return offsets;
 }
 
-// Problems of every flavour: dense and sparse in time, with zero sizes,
-// empty ranges, alignments and pinned items.
-RandomPlacementOptions OptionsForSeed(uint64_t seed) {
-  RandomPlacementOptions options;
-  options.num_items = 1 + static_cast<int64_t>(seed % 60);
-  options.horizon = 1 + static_cast<Timestep>((seed / 7) % 40);
-  options.max_length_log2 = static_cast<int>((seed / 3) % 7);
-  options.max_size = seed % 5 == 0 ? 16 : Bytes{1} << 20;
-  options.zero_size_fraction = seed % 4 == 0 ? 0.1 : 0.0;
-  options.empty_range_fraction = seed % 6 == 0 ? 0.1 : 0.0;
-  options.pinned_fraction = seed % 3 == 0 ? 0.1 : 0.0;
-  options.max_alignment_log2 = seed % 2 == 0 ? 6 : 0;
-  return options;
-}
-
 TEST(BestFitPropertyTest, ValidAboveTheBoundDeterministicAndAsSpecified) {
   for (uint64_t seed = 0; seed < 3000; ++seed) {
     const PlacementProblem problem =
-        RandomPlacementProblem(seed, OptionsForSeed(seed));
+        RandomPlacementProblem(seed, VariedPlacementOptions(seed));
     const Bytes bound = PlacementLowerBound(problem);
     for (const BestFitOrder order : kAllBestFitOrders) {
       SCOPED_TRACE(absl::StrCat("seed ", seed, " order ",
@@ -442,7 +427,7 @@ TEST(BestFitPropertyTest, PortfolioIsTheFirstLowestOrder) {
   for (uint64_t seed = 0; seed < 1000; ++seed) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     const PlacementProblem problem =
-        RandomPlacementProblem(seed, OptionsForSeed(seed));
+        RandomPlacementProblem(seed, VariedPlacementOptions(seed));
     Bytes lowest = std::numeric_limits<Bytes>::max();
     BestFitOrder first_lowest = kAllBestFitOrders[0];
     for (const BestFitOrder order : kAllBestFitOrders) {

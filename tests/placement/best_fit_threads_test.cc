@@ -13,26 +13,13 @@
 namespace memplan {
 namespace {
 
-// Small problems of every flavour, so that orders often tie at the lower
-// bound and the tie rule decides the winner.
-RandomPlacementOptions OptionsForSeed(uint64_t seed) {
-  RandomPlacementOptions options;
-  options.num_items = 1 + static_cast<int64_t>(seed % 60);
-  options.horizon = 1 + static_cast<Timestep>((seed / 7) % 40);
-  options.max_length_log2 = static_cast<int>((seed / 3) % 7);
-  options.max_size = seed % 5 == 0 ? 16 : Bytes{1} << 20;
-  options.pinned_fraction = seed % 3 == 0 ? 0.1 : 0.0;
-  options.max_alignment_log2 = seed % 2 == 0 ? 6 : 0;
-  return options;
-}
-
 // The portfolio on several threads keeps what it keeps on one: the same
 // placement and winner, whichever order finishes first.
 TEST(BestFitPortfolioThreadsTest, ThreadsNeverChangeThePortfolio) {
   for (uint64_t seed = 0; seed < 300; ++seed) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     const PlacementProblem problem =
-        RandomPlacementProblem(seed, OptionsForSeed(seed));
+        RandomPlacementProblem(seed, VariedPlacementOptions(seed));
     BestFitOrder one_winner;
     absl::StatusOr<Placement> one = BestFitPortfolio(
         problem, PlanContext(), &one_winner, absl::InfiniteFuture(), 1);

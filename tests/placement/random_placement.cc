@@ -6,6 +6,19 @@
 
 namespace memplan {
 
+RandomPlacementOptions VariedPlacementOptions(uint64_t seed) {
+  RandomPlacementOptions options;
+  options.num_items = 1 + static_cast<int64_t>(seed % 60);
+  options.horizon = 1 + static_cast<Timestep>((seed / 7) % 40);
+  options.max_length_log2 = static_cast<int>((seed / 3) % 7);
+  options.max_size = seed % 5 == 0 ? 16 : Bytes{1} << 20;
+  options.zero_size_fraction = seed % 4 == 0 ? 0.1 : 0.0;
+  options.empty_range_fraction = seed % 6 == 0 ? 0.1 : 0.0;
+  options.pinned_fraction = seed % 3 == 0 ? 0.1 : 0.0;
+  options.max_alignment_log2 = seed % 2 == 0 ? 6 : 0;
+  return options;
+}
+
 PlacementProblem RandomPlacementProblem(
     uint64_t seed, const RandomPlacementOptions& options) {
   SplitMix64 rng(seed);

@@ -33,6 +33,11 @@ struct RandomPlacementOptions {
 PlacementItem Item(Timestep begin, Timestep end, Bytes size,
                    Bytes alignment = 1, Bytes fixed_offset = -1);
 
+// Returns the options of a small problem (1 to 60 items) of one of many
+// flavours, picked by `seed`: dense and sparse in time, with zero sizes,
+// empty ranges, alignments and pinned items.
+RandomPlacementOptions VariedPlacementOptions(uint64_t seed);
+
 // Returns a problem of options.num_items items, capacity unbounded.
 PlacementProblem RandomPlacementProblem(uint64_t seed,
                                         const RandomPlacementOptions& options);
