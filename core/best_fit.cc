@@ -30,11 +30,33 @@ namespace {
 // Items placed between two checks of the deadline and cancellation.
 constexpr size_t kCheckInterval = 4096;
 
-// Returns context.Check(), or ABORTED when `abandoned` is set: a portfolio
-// no longer needs the order.
-absl::Status CheckOrder(const PlanContext& context,
-                        const std::atomic<bool>* abandoned) {
-  if (abandoned != nullptr && abandoned->load(std::memory_order_relaxed)) {
+// How a portfolio stops an order that can no longer win. Either may be
+// null.
+struct OrderStop {
+  const std::atomic<bool>* abandoned = nullptr;  // set: stop
+  // Stop once the height so far exceeds it: a placement's height only
+  // grows as items are placed, so the order would end above a placement
+  // another order has finished.
+  const std::atomic<Bytes>* ceiling = nullptr;
+
+  // Returns whether a placement `height` bytes high so far cannot win.
+  // Cheap enough for every item.
+  bool Exceeded(Bytes height) const {
+    return ceiling != nullptr &&
+           height > ceiling->load(std::memory_order_relaxed);
+  }
+};
+
+// The status of an order stopped by OrderStop::Exceeded.
+absl::Status CannotWin() {
+  return absl::AbortedError("this order cannot beat one that finished");
+}
+
+// Returns context.Check(), or ABORTED when `stop` says the portfolio no
+// longer needs the order.
+absl::Status CheckOrder(const PlanContext& context, const OrderStop& stop) {
+  if (stop.abandoned != nullptr &&
+      stop.abandoned->load(std::memory_order_relaxed)) {
     return absl::AbortedError("the portfolio no longer needs this order");
   }
   return context.Check();
@@ -110,9 +132,9 @@ HugeArray<T> AllocateHuge(size_t count) {
 // Storage of the engine's unions of byte intervals: blocks of 2^k
 // intervals, with a free list per k, so that a union that outgrows its
 // block gives the block back for the next one of that size. Blocks are
-// cut from chunks of kChunkIntervals that never move (a block larger than
-// that gets a chunk of its own), so memory grows by a chunk at a time, not
-// by copying all of it. Clear keeps the shared chunks for the next Place.
+// cut from chunks of one size that never move (a block larger than that
+// gets a chunk of its own), so memory grows by a chunk at a time, not by
+// copying all of it. Clear keeps the shared chunks for the next Place.
 // BestFitEngine sizes the chunks to its problem (ChunkIntervals).
 class IntervalArena {
  public:
@@ -388,12 +410,12 @@ class BestFitEngine {
     nodes_ = AllocateHuge<Node>(2 * leaves_);
   }
 
-  // Places the items in `order`; stops with ABORTED once `*abandoned`
-  // (when given) is set, as with a deadline.
+  // Places the items in `order`; stops with ABORTED when `stop` says so,
+  // as with a deadline.
   absl::StatusOr<Placement> Place(BestFitOrder order,
                                   const PlanContext& context,
-                                  const std::atomic<bool>* abandoned = nullptr) {
-    absl::Status status = CheckOrder(context, abandoned);
+                                  const OrderStop& stop = OrderStop()) {
+    absl::Status status = CheckOrder(context, stop);
     if (!status.ok()) return status;
     std::uninitialized_fill_n(nodes_.get(), 2 * leaves_, Node{});
     arena_.Clear();
@@ -424,9 +446,10 @@ class BestFitEngine {
       PrefetchNodes(nodes);
     };
     for (size_t k = 0; k < std::min(kNodesAhead, jobs.size()); ++k) stage(k);
+    Bytes height = PlacementHeight(problem_, placement.offsets);  // so far
     for (size_t k = 0; k < jobs.size(); ++k) {
       if (k % kCheckInterval == kCheckInterval - 1) {
-        status = CheckOrder(context, abandoned);
+        status = CheckOrder(context, stop);
         if (!status.ok()) return status;
       }
       if (k + kNodesAhead < jobs.size()) stage(k + kNodesAhead);
@@ -437,6 +460,8 @@ class BestFitEngine {
       const NodeList& nodes = lookahead_[k % kLookahead];
       const Bytes offset = BestOffset(job, nodes);
       placement.offsets[job.item] = offset;
+      height = std::max(height, offset + job.size);
+      if (stop.Exceeded(height)) return CannotWin();
       Insert(job, offset, nodes);
     }
     placement.height = PlacementHeight(problem_, placement.offsets);
@@ -823,8 +848,8 @@ class ProgramOrderSweep {
       : problem_(problem) {}
 
   absl::StatusOr<Placement> Place(const PlanContext& context,
-                                  const std::atomic<bool>* abandoned = nullptr) {
-    absl::Status status = CheckOrder(context, abandoned);
+                                  const OrderStop& stop = OrderStop()) {
+    absl::Status status = CheckOrder(context, stop);
     if (!status.ok()) return status;
     const std::vector<PlacementItem>& items = problem_.items;
     Placement placement;
@@ -843,9 +868,10 @@ class ProgramOrderSweep {
                         std::vector<std::pair<Timestep, Bytes>>,
                         std::greater<std::pair<Timestep, Bytes>>>
         ends;
+    Bytes height = PlacementHeight(problem_, placement.offsets);  // so far
     for (size_t k = 0; k < order.size(); ++k) {
       if (k % kCheckInterval == kCheckInterval - 1) {
-        status = CheckOrder(context, abandoned);
+        status = CheckOrder(context, stop);
         if (!status.ok()) return status;
       }
       const auto [begin, i] = order[k];
@@ -858,6 +884,8 @@ class ProgramOrderSweep {
       Add(offset, offset + item.size);
       ends.emplace(item.live_range.end, offset);
       placement.offsets[i] = offset;
+      height = std::max(height, offset + item.size);
+      if (stop.Exceeded(height)) return CannotWin();
     }
     placement.height = PlacementHeight(problem_, placement.offsets);
         return placement;
@@ -986,13 +1014,13 @@ int PortfolioThreads(const PlacementProblem& problem,
 absl::StatusOr<Placement> PlaceOneOrder(const PlacementProblem& problem,
                                         BestFitOrder order,
                                         const PlanContext& context,
-                                        const std::atomic<bool>* abandoned,
+                                        const OrderStop& stop,
                                         std::optional<BestFitEngine>& engine) {
   if (order == BestFitOrder::kProgramOrder && !AnyPinned(problem)) {
-    return ProgramOrderSweep(problem).Place(context, abandoned);
+    return ProgramOrderSweep(problem).Place(context, stop);
   }
   if (!engine.has_value()) engine.emplace(problem);
-  return engine->Place(order, context, abandoned);
+  return engine->Place(order, context, stop);
 }
 
 }  // namespace
@@ -1012,6 +1040,9 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
   std::atomic<bool> failed{false};  // an order failed: start no more
   // Set for the orders after one that reached the bound: they cannot win.
   std::atomic<bool> abandoned[kOrders] = {};
+  // The lowest height an order has finished with: an order whose height so
+  // far exceeds it cannot win.
+  std::atomic<Bytes> ceiling{std::numeric_limits<Bytes>::max()};
   // The lowest placement so far, ties to the lowest order, and the error of
   // the lowest order that failed: the same whichever thread finishes first.
   // Losing placements are dropped as they come, to bound memory.
@@ -1036,7 +1067,8 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
         order_context.deadline = stop_after;
       }
       absl::StatusOr<Placement> placement = PlaceOneOrder(
-          problem, kAllBestFitOrders[k], order_context, &abandoned[k], engine);
+          problem, kAllBestFitOrders[k], order_context,
+          OrderStop{&abandoned[k], &ceiling}, engine);
       if (!placement.ok()) {
         if (absl::IsAborted(placement.status()) ||
             cut_short(placement.status())) {
@@ -1051,6 +1083,10 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
         continue;
       }
       ++finished;
+      Bytes lowest = ceiling.load();
+      while (placement->height < lowest &&
+             !ceiling.compare_exchange_weak(lowest, placement->height)) {
+      }
       if (placement->height <= bound) {
         size_t at = first_at_bound.load();
         while (k < at && !first_at_bound.compare_exchange_weak(at, k)) {

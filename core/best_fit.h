@@ -91,7 +91,9 @@ absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
 // Runs BestFitPlace with every order in kAllBestFitOrders and returns the
 // placement of lowest height, ties going to the order listed first; sets
 // `*winner` (when not null) to that order. Stops early once an order
-// reaches PlacementLowerBound. Returns DEADLINE_EXCEEDED or CANCELLED when
+// reaches PlacementLowerBound, and stops an order once its height so far
+// exceeds one that another order finished with (heights only grow as
+// items are placed, so it cannot win). Returns DEADLINE_EXCEEDED or CANCELLED when
 // `context` says so, or the first error of an order. As XLA's
 // ChooseBestHeapAlgorithm.
 // With `stop_after` set, the portfolio is an anytime step (auto's time
