@@ -1036,7 +1036,6 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
   const Bytes bound = PlacementLowerBound(problem);
   std::atomic<size_t> next{0};  // the next order to start
   std::atomic<size_t> first_at_bound{kOrders};  // lowest order at the bound
-  std::atomic<size_t> finished{0};  // orders that placed everything
   std::atomic<bool> failed{false};  // an order failed: start no more
   // Set for the orders after one that reached the bound: they cannot win.
   std::atomic<bool> abandoned[kOrders] = {};
@@ -1051,27 +1050,27 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
   size_t best_order = kOrders;
   absl::Status error;
   size_t error_order = kOrders;
-  // Out of time for an order after another finished (an anytime step).
-  const auto cut_short = [&](const absl::Status& status) {
-    return absl::IsDeadlineExceeded(status) && finished.load() > 0 &&
+  // Every order but the first stops at stop_after (an anytime step). An
+  // order stopped there, not by the context's deadline, is skipped, even
+  // while the first is still running on another thread.
+  const bool stops_early = stop_after < context.deadline;
+  const auto cut_short = [&](size_t k, const absl::Status& status) {
+    return k > 0 && stops_early && absl::IsDeadlineExceeded(status) &&
            absl::Now() >= stop_after;
   };
   const auto work = [&] {
     std::optional<BestFitEngine> engine;
     for (size_t k = next++; k < kOrders && !failed.load(); k = next++) {
       if (k > first_at_bound.load()) continue;
-      if (finished.load() > 0 && absl::Now() >= stop_after) break;
-      // Every order but the first stops at stop_after.
+      if (k > 0 && absl::Now() >= stop_after) break;
       PlanContext order_context = context;
-      if (k > 0 && stop_after < order_context.deadline) {
-        order_context.deadline = stop_after;
-      }
+      if (k > 0 && stops_early) order_context.deadline = stop_after;
       absl::StatusOr<Placement> placement = PlaceOneOrder(
           problem, kAllBestFitOrders[k], order_context,
           OrderStop{&abandoned[k], &ceiling}, engine);
       if (!placement.ok()) {
         if (absl::IsAborted(placement.status()) ||
-            cut_short(placement.status())) {
+            cut_short(k, placement.status())) {
           continue;
         }
         failed = true;
@@ -1082,7 +1081,6 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
         }
         continue;
       }
-      ++finished;
       Bytes lowest = ceiling.load();
       while (placement->height < lowest &&
              !ceiling.compare_exchange_weak(lowest, placement->height)) {

@@ -56,6 +56,25 @@ TEST(BestFitPortfolioThreadsTest, LargeProblemsOnAutomaticThreads) {
   EXPECT_TRUE(ValidatePlacement(problem, *automatic).ok());
 }
 
+// As an anytime step past its time, the portfolio keeps the first order's
+// placement, though the other thread's orders stop at once, before the
+// first has finished.
+TEST(BestFitPortfolioThreadsTest, PastStopAfterKeepsTheFirstOrder) {
+  RandomPlacementOptions options;
+  options.num_items = 30000;
+  options.horizon = 30000;
+  const PlacementProblem problem = RandomPlacementProblem(9, options);
+  BestFitOrder winner;
+  absl::StatusOr<Placement> placement = BestFitPortfolio(
+      problem, PlanContext(), &winner, absl::InfinitePast(), 2);
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  EXPECT_EQ(winner, kAllBestFitOrders[0]);
+  absl::StatusOr<Placement> first =
+      BestFitPlace(problem, kAllBestFitOrders[0], PlanContext());
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(*placement, *first);
+}
+
 TEST(BestFitPortfolioThreadsTest, StopsWhenCancelled) {
   RandomPlacementOptions options;
   options.num_items = 30000;
