@@ -11,6 +11,7 @@
 #include <new>
 #include <optional>
 #include <queue>
+#include <system_error>
 #include <utility>
 #include <thread>
 #include <vector>
@@ -1106,7 +1107,14 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
     work();
   } else {
     std::vector<std::thread> workers;
-    for (int t = 1; t < thread_count; ++t) workers.emplace_back(work);
+    for (int t = 1; t < thread_count; ++t) {
+      // Out of threads, the orders run on the threads there are.
+      try {
+        workers.emplace_back(work);
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
     work();
     for (std::thread& worker : workers) worker.join();
   }
