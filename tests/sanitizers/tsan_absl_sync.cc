@@ -73,15 +73,22 @@ using absl::Time;
 // definitions below (or evaluate it on the thread that unlocks).
 class AnnotatedCondition {
  public:
+  // Abseil may evaluate the condition on another thread (the one that
+  // unlocks), having found it through its own, uninstrumented waiter queue:
+  // the release here and the acquire in Eval order this construction before
+  // that evaluation.
   AnnotatedCondition(const Condition& condition, Mutex* mutex)
       : condition_(condition),
         mutex_(mutex),
-        annotated_(&AnnotatedCondition::Eval, this) {}
+        annotated_(&AnnotatedCondition::Eval, this) {
+    __tsan_release(this);
+  }
 
   const Condition& get() const { return annotated_; }
 
  private:
   static bool Eval(void* self) {
+    __tsan_acquire(self);
     auto* annotated = static_cast<AnnotatedCondition*>(self);
     __tsan_acquire(annotated->mutex_);
     const bool met = annotated->condition_.Eval();
