@@ -13,6 +13,17 @@
 namespace memplan {
 namespace {
 
+// Returns a random problem of `items` items over as many timesteps: large
+// enough that every order runs for a while.
+PlacementProblem LargeProblem(uint64_t seed, int64_t items,
+                              int max_length_log2 = 4) {
+  RandomPlacementOptions options;
+  options.num_items = items;
+  options.horizon = items;
+  options.max_length_log2 = max_length_log2;
+  return RandomPlacementProblem(seed, options);
+}
+
 // The portfolio on several threads keeps what it keeps on one: the same
 // placement and winner, whichever order finishes first.
 TEST(BestFitPortfolioThreadsTest, ThreadsNeverChangeThePortfolio) {
@@ -38,11 +49,7 @@ TEST(BestFitPortfolioThreadsTest, ThreadsNeverChangeThePortfolio) {
 // From 5,000 items the automatic choice runs on threads; the result is
 // still the one-thread portfolio's.
 TEST(BestFitPortfolioThreadsTest, LargeProblemsOnAutomaticThreads) {
-  RandomPlacementOptions options;
-  options.num_items = 25000;
-  options.horizon = 25000;
-  options.max_length_log2 = 6;
-  const PlacementProblem problem = RandomPlacementProblem(3, options);
+  const PlacementProblem problem = LargeProblem(3, 25000, 6);
   BestFitOrder one_winner;
   absl::StatusOr<Placement> one = BestFitPortfolio(
       problem, PlanContext(), &one_winner, absl::InfiniteFuture(), 1);
@@ -60,10 +67,7 @@ TEST(BestFitPortfolioThreadsTest, LargeProblemsOnAutomaticThreads) {
 // placement, though the other thread's orders stop at once, before the
 // first has finished.
 TEST(BestFitPortfolioThreadsTest, PastStopAfterKeepsTheFirstOrder) {
-  RandomPlacementOptions options;
-  options.num_items = 30000;
-  options.horizon = 30000;
-  const PlacementProblem problem = RandomPlacementProblem(9, options);
+  const PlacementProblem problem = LargeProblem(9, 30000);
   BestFitOrder winner;
   absl::StatusOr<Placement> placement = BestFitPortfolio(
       problem, PlanContext(), &winner, absl::InfinitePast(), 2);
@@ -76,10 +80,7 @@ TEST(BestFitPortfolioThreadsTest, PastStopAfterKeepsTheFirstOrder) {
 }
 
 TEST(BestFitPortfolioThreadsTest, StopsWhenCancelled) {
-  RandomPlacementOptions options;
-  options.num_items = 30000;
-  options.horizon = 30000;
-  const PlacementProblem problem = RandomPlacementProblem(7, options);
+  const PlacementProblem problem = LargeProblem(7, 30000);
   const std::atomic<bool> cancelled{true};
   PlanContext context;
   context.cancelled = &cancelled;
@@ -91,10 +92,7 @@ TEST(BestFitPortfolioThreadsTest, StopsWhenCancelled) {
 }
 
 TEST(BestFitPortfolioThreadsTest, StopsAtThePassedDeadline) {
-  RandomPlacementOptions options;
-  options.num_items = 30000;
-  options.horizon = 30000;
-  const PlacementProblem problem = RandomPlacementProblem(8, options);
+  const PlacementProblem problem = LargeProblem(8, 30000);
   PlanContext context;
   context.deadline = absl::InfinitePast();
   EXPECT_EQ(BestFitPortfolio(problem, context, nullptr, absl::InfiniteFuture(),
