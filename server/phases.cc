@@ -37,11 +37,15 @@ PhaseRecorder::Scope PhaseRecorder::Span(absl::string_view name) {
 }
 
 void PhaseRecorder::AddSpan(absl::string_view name, absl::Time begin,
-                            absl::Time end, std::vector<PhaseArg> args) {
+                            absl::Time end, std::vector<PhaseArg> args,
+                            const PhaseSpan* parent) {
   const int64_t now = NowNanos();
+  const int64_t low = parent != nullptr ? parent->begin_nanos : 0;
+  const int64_t high = parent != nullptr ? std::max(low, parent->end_nanos)
+                                         : now;
   auto place = [&](absl::Time t) {
-    return std::clamp<int64_t>(absl::ToInt64Nanoseconds(t - wall_start_), 0,
-                               now);
+    return std::clamp<int64_t>(absl::ToInt64Nanoseconds(t - wall_start_), low,
+                               high);
   };
   const int64_t begin_nanos = place(begin);
   spans_.push_back({std::string(name), begin_nanos,

@@ -103,9 +103,12 @@ class PhaseRecorder {
   // Adds an ended span named `name` over [begin, end) (wall clock,
   // absl::Now(): e.g. a planner run the core timed, core/types.h
   // PlannerRun), placed on the recorder's clock by the wall time it started
-  // at and kept within [0, now]; details `args`.
+  // at and kept within [0, now] and, when given, within `parent`'s
+  // interval (the wall clock and the recorder's drift apart by up to a few
+  // hundred nanoseconds, enough to start a run before the span that timed
+  // it); details `args`.
   void AddSpan(absl::string_view name, absl::Time begin, absl::Time end,
-               std::vector<PhaseArg> args);
+               std::vector<PhaseArg> args, const PhaseSpan* parent = nullptr);
 
   // Adds a detail to the root span.
   void AddRootArg(absl::string_view key, absl::string_view value);

@@ -791,11 +791,14 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
     }
     return plan.status();
   }
-  // The runs inside: per device and strategy (auto's candidates too).
+  // The runs inside: per device and strategy (auto's candidates too),
+  // within the plan span (a copy: adding spans moves the recorder's).
+  const PhaseSpan plan_bounds = plan_span.span();
   for (const PlannerRun& run : plan->runs) {
     phases.AddSpan(absl::StrCat(run.strategy, " ", run.device), run.start,
                    run.end,
-                   {{"strategy", run.strategy}, {"device", run.device}});
+                   {{"strategy", run.strategy}, {"device", run.device}},
+                   &plan_bounds);
   }
   plan_span.AddArg("winner",
                    plan->planner.empty() ? resolved.strategy : plan->planner);

@@ -53,6 +53,29 @@ TEST(PhaseRecorderTest, SpansNestWithinTheRootAndFollowEachOther) {
   EXPECT_GE(phases.Elapsed(), root.duration());
 }
 
+// A span timed on the wall clock lands within the parent it is given, even
+// where its wall times fall outside it (the two clocks drift apart).
+TEST(PhaseRecorderTest, AddedSpansStayWithinTheirParent) {
+  PhaseRecorder phases("call");
+  absl::SleepFor(absl::Milliseconds(1));
+  PhaseRecorder::Scope plan = phases.Span("plan");
+  absl::SleepFor(absl::Milliseconds(1));
+  plan.End();
+  const PhaseSpan parent = plan.span();
+  const absl::Time now = absl::Now();
+  phases.AddSpan("early", now - absl::Seconds(10), now + absl::Seconds(10),
+                 {}, &parent);
+  phases.AddSpan("free", now - absl::Seconds(10), now, {});
+  phases.Finish();
+  const PhaseSpan& early = phases.spans()[2];
+  EXPECT_EQ(early.name, "early");
+  EXPECT_EQ(early.begin_nanos, parent.begin_nanos);
+  EXPECT_EQ(early.end_nanos, parent.end_nanos);
+  const PhaseSpan& free = phases.spans()[3];
+  EXPECT_EQ(free.begin_nanos, 0);  // within [0, now] only
+  EXPECT_GT(free.end_nanos, parent.end_nanos);
+}
+
 TEST(PhaseRecorderTest, KeepsDetailsInOrderAlsoAfterTheEnd) {
   PhaseRecorder phases("call");
   PhaseRecorder::Scope plan = phases.Span("plan auto");
