@@ -977,14 +977,29 @@ const char* BestFitOrderName(BestFitOrder order) {
   return "unknown";
 }
 
+namespace {
+
+// Places with one order: the sweep for program order without pinned
+// items, else `engine`, built on first use.
+absl::StatusOr<Placement> PlaceOneOrder(const PlacementProblem& problem,
+                                        BestFitOrder order,
+                                        const PlanContext& context,
+                                        const OrderStop& stop,
+                                        std::optional<BestFitEngine>& engine) {
+  if (order == BestFitOrder::kProgramOrder && !AnyPinned(problem)) {
+    return ProgramOrderSweep(problem).Place(context, stop);
+  }
+  if (!engine.has_value()) engine.emplace(problem);
+  return engine->Place(order, context, stop);
+}
+
+}  // namespace
+
 absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
                                        BestFitOrder order,
                                        const PlanContext& context) {
-  if (order == BestFitOrder::kProgramOrder && !AnyPinned(problem)) {
-    return ProgramOrderSweep(problem).Place(context);
-  }
-  BestFitEngine engine(problem);
-  return engine.Place(order, context);
+  std::optional<BestFitEngine> engine;
+  return PlaceOneOrder(problem, order, context, OrderStop(), engine);
 }
 
 namespace {
@@ -1008,20 +1023,6 @@ int PortfolioThreads(const PlacementProblem& problem,
                             static_cast<int>(std::thread::hardware_concurrency()));
   }
   return std::clamp(threads, 1, static_cast<int>(std::size(kAllBestFitOrders)));
-}
-
-// Places with one order: the sweep for program order without pinned
-// items, else `engine`, built on first use.
-absl::StatusOr<Placement> PlaceOneOrder(const PlacementProblem& problem,
-                                        BestFitOrder order,
-                                        const PlanContext& context,
-                                        const OrderStop& stop,
-                                        std::optional<BestFitEngine>& engine) {
-  if (order == BestFitOrder::kProgramOrder && !AnyPinned(problem)) {
-    return ProgramOrderSweep(problem).Place(context, stop);
-  }
-  if (!engine.has_value()) engine.emplace(problem);
-  return engine->Place(order, context, stop);
 }
 
 }  // namespace
