@@ -63,6 +63,11 @@ absl::Status CheckOrder(const PlanContext& context, const OrderStop& stop) {
   return context.Check();
 }
 
+// BestFitSchedule::kAutomatic sweeps time from this many jobs up: below,
+// the engine mostly stays in cache, and the sweep's own cost (about 0.5 us
+// a job) outweighs what it saves (tests/bench/best_fit_bench.cc).
+constexpr size_t kTimeSweepFrom = size_t{1} << 17;
+
 // Unions this short are cut from the free gaps interval by interval.
 constexpr size_t kFewIntervals = 4;
 
@@ -338,11 +343,13 @@ struct OrderKey {
 // One item to place, with what placing it reads, so that the loop over
 // items in order reads memory in sequence.
 struct Job {
-  uint32_t item;        // index into PlacementProblem::items
-  uint32_t first_leaf;  // first leaf its live range covers
-  uint32_t end_leaf;    // one past its last leaf
-  Bytes size;           // bytes
-  Bytes alignment;      // bytes, a power of two
+  uint32_t item;            // index into PlacementProblem::items
+  uint32_t first_leaf;      // first leaf its live range covers
+  uint32_t end_leaf;        // one past its last leaf
+  uint32_t alignment_log2;  // of the alignment in bytes
+  Bytes size;               // bytes
+
+  Bytes alignment() const { return Bytes{1} << alignment_log2; }
 };
 
 // Best-fit placement over a segment tree on (compressed) time.
@@ -413,9 +420,10 @@ class BestFitEngine {
 
   // Places the items in `order`; stops with ABORTED when `stop` says so,
   // as with a deadline.
-  absl::StatusOr<Placement> Place(BestFitOrder order,
-                                  const PlanContext& context,
-                                  const OrderStop& stop = OrderStop()) {
+  absl::StatusOr<Placement> Place(
+      BestFitOrder order, const PlanContext& context,
+      const OrderStop& stop = OrderStop(),
+      BestFitSchedule schedule = BestFitSchedule::kAutomatic) {
     absl::Status status = CheckOrder(context, stop);
     if (!status.ok()) return status;
     std::uninitialized_fill_n(nodes_.get(), 2 * leaves_, Node{});
@@ -438,6 +446,12 @@ class BestFitEngine {
       const std::vector<OrderKey> keys = Order(order);
       jobs.reserve(keys.size());
       for (const OrderKey& key : keys) jobs.push_back(MakeJob(key.item));
+    }
+    if (schedule == BestFitSchedule::kTimeSweep ||
+        (schedule == BestFitSchedule::kAutomatic &&
+         jobs.size() >= kTimeSweepFrom)) {
+      status = SweepSchedule(jobs, context, stop);
+      if (!status.ok()) return status;
     }
     // The nodes of later jobs are found and fetched while this one is
     // placed: the engine waits on memory far more than it computes.
@@ -493,7 +507,10 @@ class BestFitEngine {
   Job MakeJob(size_t i) const {
     const PlacementItem& item = problem_.items[i];
     return Job{static_cast<uint32_t>(i), first_leaf_[i], end_leaf_[i],
-               item.size, item.alignment};
+               item.alignment > 1 ? static_cast<uint32_t>(__builtin_ctzll(
+                                        static_cast<uint64_t>(item.alignment)))
+                                  : 0,
+               item.size};
   }
 
   // Returns the unpinned spatial items in `order`.
@@ -590,6 +607,129 @@ class BestFitEngine {
       contention[i] = static_cast<uint64_t>(most);
     }
     return contention;
+  }
+
+  // Reorders `jobs`, given in the order's ranks, so that it sweeps time
+  // instead of jumping across it, and places exactly as before: a job's
+  // offset depends only on the jobs placed before it whose live ranges
+  // overlap its own, so any order that keeps every overlapping pair in
+  // rank order places every job at the same offset. The engine's nodes and
+  // unions are then read where they were just read, from cache.
+  //
+  // Jobs are taken by first leaf (then rank). A job is due once no job of
+  // lower rank that overlaps it is left; until then the lowest-ranked
+  // such job is taken first, on an explicit stack (its ranks fall from
+  // bottom to top, so it ends). Finding that job is a range minimum: each
+  // node lists the ranks of the jobs it is canonical for (they cover its
+  // span, so they overlap each other and are scheduled in rank order: a
+  // cursor per node), and min_below the lowest unscheduled rank at or
+  // below it. O(n log n) time, O(n log n) memory, freed on return.
+  // Returns CheckOrder's status when it stops the order.
+  absl::Status SweepSchedule(std::vector<Job>& jobs, const PlanContext& context,
+                             const OrderStop& stop) {
+    constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+    const uint32_t n = static_cast<uint32_t>(jobs.size());
+    const size_t node_count = 2 * leaves_;
+    NodeList& nodes = lookahead_[0];
+
+    // The jobs by first leaf, then rank (a counting sort); where each rank
+    // went.
+    std::vector<Job> swept(n);
+    std::vector<uint32_t> place_of_rank(n);
+    {
+      std::vector<uint32_t> place(leaves_ + 1, 0);
+      for (const Job& job : jobs) ++place[job.first_leaf + 1];
+      for (size_t l = 0; l < leaves_; ++l) place[l + 1] += place[l];
+      for (uint32_t rank = 0; rank < n; ++rank) {
+        const uint32_t at = place[jobs[rank].first_leaf]++;
+        swept[at] = jobs[rank];
+        place_of_rank[rank] = at;
+      }
+    }
+    std::vector<Job>().swap(jobs);
+    std::vector<uint32_t> rank_at(n);
+    for (uint32_t rank = 0; rank < n; ++rank) rank_at[place_of_rank[rank]] = rank;
+
+    std::vector<uint32_t> order;  // places, in the schedule
+    order.reserve(n);
+    {
+      // Per node, the ranks of the jobs it is canonical for, ascending:
+      // ranks[list_begin[v] .. list_begin[v + 1]).
+      HugeArray<uint32_t> list_begin = AllocateHuge<uint32_t>(node_count + 1);
+      std::fill_n(list_begin.get(), node_count + 1, 0);
+      for (uint32_t at = 0; at < n; ++at) {
+        Decompose(swept[at], nodes);
+        for (size_t c = 0; c < nodes.canonical_count; ++c) {
+          ++list_begin[nodes.canonical[c] + 1];
+        }
+      }
+      for (size_t v = 0; v < node_count; ++v) list_begin[v + 1] += list_begin[v];
+      HugeArray<uint32_t> cursor = AllocateHuge<uint32_t>(node_count);
+      std::copy_n(list_begin.get(), node_count, cursor.get());
+      HugeArray<uint32_t> ranks = AllocateHuge<uint32_t>(list_begin[node_count]);
+      for (uint32_t at = 0; at < n; ++at) {
+        Decompose(swept[at], nodes);
+        for (size_t c = 0; c < nodes.canonical_count; ++c) {
+          ranks[cursor[nodes.canonical[c]]++] = rank_at[at];
+        }
+      }
+      for (size_t v = 0; v < node_count; ++v) {
+        std::sort(ranks.get() + list_begin[v], ranks.get() + list_begin[v + 1]);
+      }
+      std::copy_n(list_begin.get(), node_count, cursor.get());
+      const auto first_left = [&](size_t v) {
+        return cursor[v] < list_begin[v + 1] ? ranks[cursor[v]] : kNone;
+      };
+      HugeArray<uint32_t> min_below = AllocateHuge<uint32_t>(node_count);
+      const auto recompute = [&](size_t v) {
+        uint32_t m = first_left(v);
+        if (v < leaves_) m = std::min({m, min_below[2 * v], min_below[2 * v + 1]});
+        const bool changed = m != min_below[v];
+        min_below[v] = m;
+        return changed;
+      };
+      for (size_t v = node_count; v-- > 1;) {
+        min_below[v] = kNone;
+        recompute(v);
+      }
+
+      std::vector<bool> done(n, false);
+      std::vector<uint32_t> stack;  // places; ranks fall towards the top
+      for (uint32_t first = 0; first < n; ++first) {
+        if (done[first]) continue;
+        stack.push_back(first);
+        while (!stack.empty()) {
+          const uint32_t top = stack.back();
+          Decompose(swept[top], nodes);
+          uint32_t lowest = kNone;  // unscheduled, overlapping top
+          for (size_t c = 0; c < nodes.canonical_count; ++c) {
+            lowest = std::min(lowest, min_below[nodes.canonical[c]]);
+          }
+          for (size_t a = 0; a < nodes.ancestor_count; ++a) {
+            lowest = std::min(lowest, first_left(nodes.ancestors[a]));
+          }
+          if (lowest < rank_at[top]) {
+            stack.push_back(place_of_rank[lowest]);
+            continue;
+          }
+          stack.pop_back();
+          done[top] = true;
+          order.push_back(top);
+          if (order.size() % kCheckInterval == 0) {
+            const absl::Status status = CheckOrder(context, stop);
+            if (!status.ok()) return status;
+          }
+          for (size_t c = 0; c < nodes.canonical_count; ++c) {
+            size_t v = nodes.canonical[c];
+            ++cursor[v];  // top was first: every lower rank there is done
+            while (v >= 1 && recompute(v)) v >>= 1;
+          }
+        }
+      }
+    }
+    jobs.reserve(n);
+    for (const uint32_t at : order) jobs.push_back(swept[at]);
+    return absl::OkStatus();
   }
 
   // Sets `nodes` to the job's canonical nodes and to their strict ancestors
@@ -703,11 +843,11 @@ class BestFitEngine {
       const Bytes waste = free_[g].hi - free_[g].lo - job.size;
       if (waste < best_waste) {
         best_waste = waste;
-        best_offset = AlignUpPow2(free_[g].lo, job.alignment);
+        best_offset = AlignUpPow2(free_[g].lo, job.alignment());
       }
     }
     if (best_offset >= 0) return best_offset;
-    return AlignUpPow2(free_[free_size_ - 1].lo, job.alignment);
+    return AlignUpPow2(free_[free_size_ - 1].lo, job.alignment());
   }
 
   // Returns the intervals of a non-empty union.
@@ -738,7 +878,7 @@ class BestFitEngine {
         FirstEndingAfter(gaps, gaps + free_size_, interval.lo) - gaps);
     const auto fits = [&](Bytes lo, Bytes hi) {
       return lo < hi &&
-             (hi == kUnbounded || AlignUpPow2(lo, job.alignment) + job.size <= hi);
+             (hi == kUnbounded || AlignUpPow2(lo, job.alignment()) + job.size <= hi);
     };
     while (g < free_size_ && gaps[g].lo < interval.hi) {
       const ByteInterval gap = gaps[g];
@@ -783,7 +923,7 @@ class BestFitEngine {
     }
     ByteInterval* out = next_free_.data();
     const auto keep = [&](Bytes lo, Bytes hi) {
-      if (hi == kUnbounded || AlignUpPow2(lo, job.alignment) + job.size <= hi) {
+      if (hi == kUnbounded || AlignUpPow2(lo, job.alignment()) + job.size <= hi) {
         *out++ = ByteInterval{lo, hi};
       }
     };
@@ -981,25 +1121,26 @@ namespace {
 
 // Places with one order: the sweep for program order without pinned
 // items, else `engine`, built on first use.
-absl::StatusOr<Placement> PlaceOneOrder(const PlacementProblem& problem,
-                                        BestFitOrder order,
-                                        const PlanContext& context,
-                                        const OrderStop& stop,
-                                        std::optional<BestFitEngine>& engine) {
+absl::StatusOr<Placement> PlaceOneOrder(
+    const PlacementProblem& problem, BestFitOrder order,
+    const PlanContext& context, const OrderStop& stop,
+    std::optional<BestFitEngine>& engine,
+    BestFitSchedule schedule = BestFitSchedule::kAutomatic) {
   if (order == BestFitOrder::kProgramOrder && !AnyPinned(problem)) {
     return ProgramOrderSweep(problem).Place(context, stop);
   }
   if (!engine.has_value()) engine.emplace(problem);
-  return engine->Place(order, context, stop);
+  return engine->Place(order, context, stop, schedule);
 }
 
 }  // namespace
 
 absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
                                        BestFitOrder order,
-                                       const PlanContext& context) {
+                                       const PlanContext& context,
+                                       BestFitSchedule schedule) {
   std::optional<BestFitEngine> engine;
-  return PlaceOneOrder(problem, order, context, OrderStop(), engine);
+  return PlaceOneOrder(problem, order, context, OrderStop(), engine, schedule);
 }
 
 namespace {

@@ -62,6 +62,24 @@ inline constexpr BestFitOrder kAllBestFitOrders[] = {
     BestFitOrder::kAreaDescending,        BestFitOrder::kProgramOrder,
 };
 
+// How the segment-tree engine (below) sequences its work. An item's offset
+// depends only on the items before it in the order whose live ranges
+// overlap its own, so any sequence that keeps each such pair in order
+// places every item at the same offset; the sequences differ in speed
+// alone.
+enum class BestFitSchedule {
+  // kTimeSweep from 131,072 items up, else kOrder.
+  kAutomatic,
+  // The items in the order itself: consecutive items jump across time,
+  // and on large problems nearly every read of the engine's tree misses
+  // the cache.
+  kOrder,
+  // Items by begin, each held back until every item before it in the
+  // order that overlaps it has been placed: the engine reads what it has
+  // just read. O(n log n) more time and O(n log n) transient memory.
+  kTimeSweep,
+};
+
 // Returns "size", "length", "area", "program", "contention" or
 // "contention_band".
 const char* BestFitOrderName(BestFitOrder order);
@@ -84,9 +102,14 @@ const char* BestFitOrderName(BestFitOrder order);
 // The problem should have passed ValidatePlacement's per-item rules (sizes
 // >= 0, begin <= end, power-of-two alignments); pinned items that overlap
 // each other stay where they are pinned.
-absl::StatusOr<Placement> BestFitPlace(const PlacementProblem& problem,
-                                       BestFitOrder order,
-                                       const PlanContext& context);
+//
+// `schedule` picks the sequence in which the engine does its work; the
+// placement is the same for every value (see BestFitSchedule). Program
+// order without pinned items needs none: its sweep is already in time.
+absl::StatusOr<Placement> BestFitPlace(
+    const PlacementProblem& problem, BestFitOrder order,
+    const PlanContext& context,
+    BestFitSchedule schedule = BestFitSchedule::kAutomatic);
 
 // Runs BestFitPlace with every order in kAllBestFitOrders and returns the
 // placement of lowest height, ties going to the order listed first; sets

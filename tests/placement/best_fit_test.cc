@@ -419,6 +419,13 @@ TEST(BestFitPropertyTest, ValidAboveTheBoundDeterministicAndAsSpecified) {
       ASSERT_TRUE(again.ok());
       EXPECT_EQ(*again, *placement);
       ASSERT_EQ(placement->offsets, ReferenceBestFit(problem, order));
+      for (const BestFitSchedule schedule :
+           {BestFitSchedule::kOrder, BestFitSchedule::kTimeSweep}) {
+        absl::StatusOr<Placement> scheduled =
+            BestFitPlace(problem, order, PlanContext(), schedule);
+        ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+        ASSERT_EQ(*scheduled, *placement);
+      }
     }
   }
 }
@@ -461,14 +468,42 @@ TEST(BestFitPropertyTest, LargerProblemsMatchTheReference) {
     options.pinned_fraction = seed % 3 == 0 ? 0.01 : 0.0;
     const PlacementProblem problem = RandomPlacementProblem(seed, options);
     for (const BestFitOrder order : kAllBestFitOrders) {
-      SCOPED_TRACE(absl::StrCat("seed ", seed, " order ",
-                                BestFitOrderName(order)));
-      absl::StatusOr<Placement> placement =
-          BestFitPlace(problem, order, PlanContext());
-      ASSERT_TRUE(placement.ok()) << placement.status();
-      ASSERT_TRUE(ValidatePlacement(problem, *placement).ok());
-      ASSERT_EQ(placement->offsets, ReferenceBestFit(problem, order));
+      const std::vector<Bytes> expected = ReferenceBestFit(problem, order);
+      for (const BestFitSchedule schedule :
+           {BestFitSchedule::kOrder, BestFitSchedule::kTimeSweep}) {
+        SCOPED_TRACE(absl::StrCat("seed ", seed, " order ",
+                                  BestFitOrderName(order), " schedule ",
+                                  static_cast<int>(schedule)));
+        absl::StatusOr<Placement> placement =
+            BestFitPlace(problem, order, PlanContext(), schedule);
+        ASSERT_TRUE(placement.ok()) << placement.status();
+        ASSERT_TRUE(ValidatePlacement(problem, *placement).ok());
+        ASSERT_EQ(placement->offsets, expected);
+      }
     }
+  }
+}
+
+// The time sweep holds an item back until every item before it in the
+// order that overlaps it is placed, through chains that reach far in time:
+// here one long item comes last in size order and must wait for all, and
+// a staircase of items, each overlapping the next and larger than it,
+// makes every item wait for the one after it.
+TEST(BestFitPlaceTest, TimeSweepWaitsForEarlierOverlappingItems) {
+  PlacementProblem problem;
+  problem.items.push_back(PlacementItem{LiveRange{0, 1200}, Bytes{1}});
+  for (int i = 0; i < 300; ++i) {
+    problem.items.push_back(
+        PlacementItem{LiveRange{3 * i, 3 * i + 5}, Bytes{10 + i}});
+    problem.items.push_back(
+        PlacementItem{LiveRange{900 + i, 900 + i + 2}, Bytes{1000 - i}});
+  }
+  for (const BestFitOrder order : kAllBestFitOrders) {
+    SCOPED_TRACE(BestFitOrderName(order));
+    absl::StatusOr<Placement> sweep = BestFitPlace(
+        problem, order, PlanContext(), BestFitSchedule::kTimeSweep);
+    ASSERT_TRUE(sweep.ok()) << sweep.status();
+    EXPECT_EQ(sweep->offsets, ReferenceBestFit(problem, order));
   }
 }
 
