@@ -415,7 +415,8 @@ class BestFitEngine {
         if ((r & 1) != 0) --r;
       }
     }
-    nodes_ = AllocateHuge<Node>(2 * leaves_);
+    nodes_ = AllocateHuge<Node>(leaves_);
+    leaf_unions_ = AllocateHuge<ByteUnion>(leaves_);
   }
 
   // Places the items in `order`; stops with ABORTED when `stop` says so,
@@ -426,7 +427,8 @@ class BestFitEngine {
       BestFitSchedule schedule = BestFitSchedule::kAutomatic) {
     absl::Status status = CheckOrder(context, stop);
     if (!status.ok()) return status;
-    std::uninitialized_fill_n(nodes_.get(), 2 * leaves_, Node{});
+    std::uninitialized_fill_n(nodes_.get(), leaves_, Node{});
+    std::uninitialized_fill_n(leaf_unions_.get(), leaves_, ByteUnion{});
     arena_.Clear();
 
     const std::vector<PlacementItem>& items = problem_.items;
@@ -498,6 +500,11 @@ class BestFitEngine {
     ByteUnion own;  // items stored here: each covers the node's span
     ByteUnion sub;  // items stored here or below; kept where level_read_
   };
+
+  // Returns node v's sub (for a leaf, its one union).
+  ByteUnion& Sub(size_t v) const {
+    return v >= leaves_ ? leaf_unions_[v - leaves_] : nodes_[v].sub;
+  }
 
   // Returns whether the item occupies bytes at some time, i.e. can conflict.
   static bool Spatial(const PlacementItem& item) {
@@ -784,9 +791,13 @@ class BestFitEngine {
     const Bytes lo = offset;
     const Bytes hi = offset + job.size;
     for (size_t k = 0; k < nodes.canonical_count; ++k) {
-      Node& node = nodes_[nodes.canonical[k]];
-      AddToUnion(node.own, lo, hi, arena_);
-      AddToUnion(node.sub, lo, hi, arena_);
+      const size_t v = nodes.canonical[k];
+      if (v >= leaves_) {
+        AddToUnion(leaf_unions_[v - leaves_], lo, hi, arena_);
+        continue;
+      }
+      AddToUnion(nodes_[v].own, lo, hi, arena_);
+      AddToUnion(nodes_[v].sub, lo, hi, arena_);
     }
     for (size_t k = 0; k < nodes.ancestor_count; ++k) {
       AddToUnion(nodes_[nodes.ancestors[k]].sub, lo, hi, arena_);
@@ -795,7 +806,7 @@ class BestFitEngine {
 
   void PrefetchNodes(const NodeList& nodes) const {
     for (size_t k = 0; k < nodes.canonical_count; ++k) {
-      __builtin_prefetch(&nodes_[nodes.canonical[k]]);
+      __builtin_prefetch(&Sub(nodes.canonical[k]));
     }
     for (size_t k = 0; k < nodes.ancestor_count; ++k) {
       __builtin_prefetch(&nodes_[nodes.ancestors[k]]);
@@ -807,9 +818,9 @@ class BestFitEngine {
   // before the job is placed costs a wasted prefetch, nothing else.
   void PrefetchBlocks(const NodeList& nodes) {
     for (size_t k = 0; k < nodes.canonical_count; ++k) {
-      const Node& node = nodes_[nodes.canonical[k]];
-      PrefetchBlock(node.sub);
-      PrefetchBlock(node.own);
+      const size_t v = nodes.canonical[k];
+      PrefetchBlock(Sub(v));
+      if (v < leaves_) PrefetchBlock(nodes_[v].own);
     }
     for (size_t k = 0; k < nodes.ancestor_count; ++k) {
       const Node& node = nodes_[nodes.ancestors[k]];
@@ -830,7 +841,7 @@ class BestFitEngine {
     free_[0] = ByteInterval{0, kUnbounded};
     free_size_ = 1;
     for (size_t k = nodes.canonical_count; k-- > 0;) {
-      Subtract(nodes_[nodes.canonical[k]].sub, job);
+      Subtract(Sub(nodes.canonical[k]), job);
     }
     for (size_t k = 0; k < nodes.ancestor_count; ++k) {
       Subtract(nodes_[nodes.ancestors[k]].own, job);
@@ -957,7 +968,11 @@ class BestFitEngine {
   std::vector<uint32_t> first_leaf_;  // per item: first leaf it covers
   std::vector<uint32_t> end_leaf_;    // per item: one past its last leaf
   std::vector<bool> level_read_;      // per level: a canonical node is there
-  HugeArray<Node> nodes_;  // 2 * leaves_, heap order: root 1, leaves from leaves_
+  // The tree in heap order, root 1: inner nodes 1 .. leaves_ - 1 here, and
+  // leaves leaves_ .. 2 * leaves_ - 1 in leaf_unions_, one union each (a
+  // leaf has no children, so own and sub are the same).
+  HugeArray<Node> nodes_;
+  HugeArray<ByteUnion> leaf_unions_;
   // The nodes of the job being placed and of the next few, in a ring.
   std::vector<NodeList> lookahead_ = std::vector<NodeList>(kLookahead);
   // Scratch of BestOffset and Subtract: the free gaps are free_[0, free_size_).
