@@ -398,7 +398,7 @@ class BestFitEngine {
     }
     first_leaf_.assign(items.size(), 0);
     end_leaf_.assign(items.size(), 0);
-    level_read_.assign(levels_, false);
+    level_read_ = 0;
     for (size_t i = 0; i < items.size(); ++i) {
       if (!Spatial(items[i])) continue;
       const auto leaf = [&](Timestep t) {
@@ -410,10 +410,13 @@ class BestFitEngine {
       size_t l = first_leaf_[i] + leaves_;
       size_t r = end_leaf_[i] + leaves_;
       for (int level = 0; l < r; ++level, l >>= 1, r >>= 1) {
-        if ((l & 1) != 0 || (r & 1) != 0) level_read_[level] = true;
+        if ((l & 1) != 0 || (r & 1) != 0) level_read_ |= uint64_t{1} << level;
         if ((l & 1) != 0) ++l;
         if ((r & 1) != 0) --r;
       }
+    }
+    while (read_levels_end_ < levels_ && (level_read_ >> read_levels_end_) != 0) {
+      ++read_levels_end_;
     }
     nodes_ = AllocateHuge<Node>(leaves_);
     leaf_unions_ = AllocateHuge<ByteUnion>(leaves_);
@@ -500,6 +503,19 @@ class BestFitEngine {
     ByteUnion own;  // items stored here: each covers the node's span
     ByteUnion sub;  // items stored here or below; kept where level_read_
   };
+
+  bool LevelRead(int level) const { return ((level_read_ >> level) & 1) != 0; }
+
+  // Calls f(v) for each canonical node v of the job, bottom-up.
+  template <typename F>
+  void ForEachCanonical(const Job& job, F f) const {
+    size_t l = job.first_leaf + leaves_;
+    size_t r = job.end_leaf + leaves_;
+    for (; l < r; l >>= 1, r >>= 1) {
+      if ((l & 1) != 0) f(l++);
+      if ((r & 1) != 0) f(--r);
+    }
+  }
 
   // Returns node v's sub (for a leaf, its one union).
   ByteUnion& Sub(size_t v) const {
@@ -665,37 +681,34 @@ class BestFitEngine {
       HugeArray<uint32_t> list_begin = AllocateHuge<uint32_t>(node_count + 1);
       std::fill_n(list_begin.get(), node_count + 1, 0);
       for (uint32_t at = 0; at < n; ++at) {
-        Decompose(swept[at], nodes);
-        for (size_t c = 0; c < nodes.canonical_count; ++c) {
-          ++list_begin[nodes.canonical[c] + 1];
-        }
+        ForEachCanonical(swept[at], [&](size_t v) { ++list_begin[v + 1]; });
       }
       for (size_t v = 0; v < node_count; ++v) list_begin[v + 1] += list_begin[v];
       HugeArray<uint32_t> cursor = AllocateHuge<uint32_t>(node_count);
       std::copy_n(list_begin.get(), node_count, cursor.get());
       HugeArray<uint32_t> ranks = AllocateHuge<uint32_t>(list_begin[node_count]);
       for (uint32_t at = 0; at < n; ++at) {
-        Decompose(swept[at], nodes);
-        for (size_t c = 0; c < nodes.canonical_count; ++c) {
-          ranks[cursor[nodes.canonical[c]]++] = rank_at[at];
-        }
+        ForEachCanonical(swept[at],
+                         [&](size_t v) { ranks[cursor[v]++] = rank_at[at]; });
       }
       for (size_t v = 0; v < node_count; ++v) {
         std::sort(ranks.get() + list_begin[v], ranks.get() + list_begin[v + 1]);
       }
       std::copy_n(list_begin.get(), node_count, cursor.get());
-      const auto first_left = [&](size_t v) {
-        return cursor[v] < list_begin[v + 1] ? ranks[cursor[v]] : kNone;
-      };
+      // The least rank left at each node, and at or below it. Levels above
+      // the highest one read are never asked, so never kept.
+      const size_t kept_from = node_count >> read_levels_end_;  // lowest kept
+      HugeArray<uint32_t> first_left = AllocateHuge<uint32_t>(node_count);
       HugeArray<uint32_t> min_below = AllocateHuge<uint32_t>(node_count);
       const auto recompute = [&](size_t v) {
-        uint32_t m = first_left(v);
+        uint32_t m = first_left[v];
         if (v < leaves_) m = std::min({m, min_below[2 * v], min_below[2 * v + 1]});
         const bool changed = m != min_below[v];
         min_below[v] = m;
         return changed;
       };
-      for (size_t v = node_count; v-- > 1;) {
+      for (size_t v = node_count; v-- > kept_from;) {
+        first_left[v] = cursor[v] < list_begin[v + 1] ? ranks[cursor[v]] : kNone;
         min_below[v] = kNone;
         recompute(v);
       }
@@ -713,7 +726,7 @@ class BestFitEngine {
             lowest = std::min(lowest, min_below[nodes.canonical[c]]);
           }
           for (size_t a = 0; a < nodes.ancestor_count; ++a) {
-            lowest = std::min(lowest, first_left(nodes.ancestors[a]));
+            lowest = std::min(lowest, first_left[nodes.ancestors[a]]);
           }
           if (lowest < rank_at[top]) {
             stack.push_back(place_of_rank[lowest]);
@@ -728,8 +741,11 @@ class BestFitEngine {
           }
           for (size_t c = 0; c < nodes.canonical_count; ++c) {
             size_t v = nodes.canonical[c];
-            ++cursor[v];  // top was first: every lower rank there is done
-            while (v >= 1 && recompute(v)) v >>= 1;
+            // top was first: every lower rank there is done.
+            ++cursor[v];
+            first_left[v] =
+                cursor[v] < list_begin[v + 1] ? ranks[cursor[v]] : kNone;
+            while (v >= kept_from && recompute(v)) v >>= 1;
           }
         }
       }
@@ -760,7 +776,7 @@ class BestFitEngine {
     bool right = false;  // ... on the right
     int level = 0;
     for (; l < r; ++level, l >>= 1, r >>= 1) {
-      if (level_read_[level]) {
+      if (LevelRead(level)) {
         if (left) ancestor(l - 1);
         if (right) ancestor(r);
       }
@@ -775,9 +791,9 @@ class BestFitEngine {
     }
     size_t left_ancestor = left ? l - 1 : 0;  // 0: none
     size_t right_ancestor = right ? r : 0;
-    for (; level < levels_; ++level) {
+    for (; level < read_levels_end_; ++level) {
       if (right_ancestor == left_ancestor) right_ancestor = 0;
-      if (level_read_[level]) {
+      if (LevelRead(level)) {
         if (left_ancestor != 0) ancestor(left_ancestor);
         if (right_ancestor != 0) ancestor(right_ancestor);
       }
@@ -967,7 +983,8 @@ class BestFitEngine {
   int levels_ = 1;     // log2(leaves_) + 1
   std::vector<uint32_t> first_leaf_;  // per item: first leaf it covers
   std::vector<uint32_t> end_leaf_;    // per item: one past its last leaf
-  std::vector<bool> level_read_;      // per level: a canonical node is there
+  uint64_t level_read_ = 0;  // bit per level: a canonical node is there
+  int read_levels_end_ = 0;  // 1 + the highest level read, 0 if none
   // The tree in heap order, root 1: inner nodes 1 .. leaves_ - 1 here, and
   // leaves leaves_ .. 2 * leaves_ - 1 in leaf_unions_, one union each (a
   // leaf has no children, so own and sub are the same).
