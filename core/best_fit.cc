@@ -639,119 +639,107 @@ class BestFitEngine {
   // rank order places every job at the same offset. The engine's nodes and
   // unions are then read where they were just read, from cache.
   //
-  // Jobs are taken by first leaf (then rank). A job is due once no job of
-  // lower rank that overlaps it is left; until then the lowest-ranked
-  // such job is taken first, on an explicit stack (its ranks fall from
-  // bottom to top, so it ends). Finding that job is a range minimum: each
-  // node lists the ranks of the jobs it is canonical for (they cover its
-  // span, so they overlap each other and are scheduled in rank order: a
-  // cursor per node), and min_below the lowest unscheduled rank at or
-  // below it. O(n log n) time, O(n log n) memory, freed on return.
+  // The jobs are laid out by first leaf (then rank), and taken in that
+  // layout; a job is due once no job of lower rank that overlaps it is
+  // left. Until then, the first such job in the layout is taken first, on
+  // an explicit stack (ranks fall from bottom to top, so it ends). Every
+  // job before the stack's bottom is done, and every one left between two
+  // stack entries outranks the upper one, so the jobs that can hold back
+  // the top are those laid out after it that begin before it ends: a run
+  // of the layout, searched for its first rank below the top's in a
+  // minimum tree over the layout. O(n log n) time, O(n) memory.
   // Returns CheckOrder's status when it stops the order.
   absl::Status SweepSchedule(std::vector<Job>& jobs, const PlanContext& context,
                              const OrderStop& stop) {
-    constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+    constexpr uint32_t kDone = std::numeric_limits<uint32_t>::max();
     const uint32_t n = static_cast<uint32_t>(jobs.size());
-    const size_t node_count = 2 * leaves_;
-    NodeList& nodes = lookahead_[0];
 
-    // The jobs by first leaf, then rank (a counting sort); where each rank
-    // went.
-    std::vector<Job> swept(n);
-    std::vector<uint32_t> place_of_rank(n);
+    // The layout: jobs by first leaf, then rank (a counting sort).
+    // leaf_start[l] is the first place whose job begins at leaf l or later.
+    std::vector<uint32_t> leaf_start(leaves_ + 1, 0);
+    for (const Job& job : jobs) ++leaf_start[job.first_leaf + 1];
+    for (size_t l = 0; l < leaves_; ++l) leaf_start[l + 1] += leaf_start[l];
+    std::vector<Job> laid(n);
+    // The minimum tree: leaf p (at width + p) holds the rank of the job at
+    // place p, kDone once it is scheduled; a node, its children's minimum.
+    size_t width = 1;
+    while (width < n) width *= 2;
+    std::vector<uint32_t> tree(2 * width, kDone);
     {
-      std::vector<uint32_t> place(leaves_ + 1, 0);
-      for (const Job& job : jobs) ++place[job.first_leaf + 1];
-      for (size_t l = 0; l < leaves_; ++l) place[l + 1] += place[l];
+      std::vector<uint32_t> next(leaf_start.begin(), leaf_start.end() - 1);
       for (uint32_t rank = 0; rank < n; ++rank) {
-        const uint32_t at = place[jobs[rank].first_leaf]++;
-        swept[at] = jobs[rank];
-        place_of_rank[rank] = at;
+        const uint32_t place = next[jobs[rank].first_leaf]++;
+        laid[place] = jobs[rank];
+        tree[width + place] = rank;
       }
     }
+    for (size_t v = width; v-- > 1;) {
+      tree[v] = std::min(tree[2 * v], tree[2 * v + 1]);
+    }
+    // Returns the first place in [from, to) whose rank is below `rank`,
+    // or `to`: the nodes covering the run, left to right, then down the
+    // first that holds one.
+    const auto first_below = [&](size_t from, size_t to, uint32_t rank) {
+      size_t right[64];
+      size_t right_count = 0;
+      size_t hit = 0;  // a node holding one
+      for (size_t l = from + width, r = to + width; l < r; l >>= 1, r >>= 1) {
+        if ((l & 1) != 0) {
+          if (tree[l] < rank) {
+            hit = l;
+            break;
+          }
+          ++l;
+        }
+        if ((r & 1) != 0) right[right_count++] = --r;
+      }
+      for (size_t k = right_count; hit == 0 && k-- > 0;) {
+        if (tree[right[k]] < rank) hit = right[k];
+      }
+      if (hit == 0) return to;
+      while (hit < width) {
+        hit *= 2;
+        if (tree[hit] >= rank) ++hit;
+      }
+      return hit - width;
+    };
+    const auto schedule = [&](size_t place) {
+      jobs.push_back(laid[place]);
+      size_t v = width + place;
+      tree[v] = kDone;
+      for (v >>= 1; v >= 1; v >>= 1) {
+        const uint32_t least = std::min(tree[2 * v], tree[2 * v + 1]);
+        if (tree[v] == least) break;
+        tree[v] = least;
+      }
+    };
+
     std::vector<Job>().swap(jobs);
-    std::vector<uint32_t> rank_at(n);
-    for (uint32_t rank = 0; rank < n; ++rank) rank_at[place_of_rank[rank]] = rank;
-
-    std::vector<uint32_t> order;  // places, in the schedule
-    order.reserve(n);
-    {
-      // Per node, the ranks of the jobs it is canonical for, ascending:
-      // ranks[list_begin[v] .. list_begin[v + 1]).
-      HugeArray<uint32_t> list_begin = AllocateHuge<uint32_t>(node_count + 1);
-      std::fill_n(list_begin.get(), node_count + 1, 0);
-      for (uint32_t at = 0; at < n; ++at) {
-        ForEachCanonical(swept[at], [&](size_t v) { ++list_begin[v + 1]; });
-      }
-      for (size_t v = 0; v < node_count; ++v) list_begin[v + 1] += list_begin[v];
-      HugeArray<uint32_t> cursor = AllocateHuge<uint32_t>(node_count);
-      std::copy_n(list_begin.get(), node_count, cursor.get());
-      HugeArray<uint32_t> ranks = AllocateHuge<uint32_t>(list_begin[node_count]);
-      for (uint32_t at = 0; at < n; ++at) {
-        ForEachCanonical(swept[at],
-                         [&](size_t v) { ranks[cursor[v]++] = rank_at[at]; });
-      }
-      for (size_t v = 0; v < node_count; ++v) {
-        std::sort(ranks.get() + list_begin[v], ranks.get() + list_begin[v + 1]);
-      }
-      std::copy_n(list_begin.get(), node_count, cursor.get());
-      // The least rank left at each node, and at or below it. Levels above
-      // the highest one read are never asked, so never kept.
-      const size_t kept_from = node_count >> read_levels_end_;  // lowest kept
-      HugeArray<uint32_t> first_left = AllocateHuge<uint32_t>(node_count);
-      HugeArray<uint32_t> min_below = AllocateHuge<uint32_t>(node_count);
-      const auto recompute = [&](size_t v) {
-        uint32_t m = first_left[v];
-        if (v < leaves_) m = std::min({m, min_below[2 * v], min_below[2 * v + 1]});
-        const bool changed = m != min_below[v];
-        min_below[v] = m;
-        return changed;
-      };
-      for (size_t v = node_count; v-- > kept_from;) {
-        first_left[v] = cursor[v] < list_begin[v + 1] ? ranks[cursor[v]] : kNone;
-        min_below[v] = kNone;
-        recompute(v);
-      }
-
-      std::vector<bool> done(n, false);
-      std::vector<uint32_t> stack;  // places; ranks fall towards the top
-      for (uint32_t first = 0; first < n; ++first) {
-        if (done[first]) continue;
-        stack.push_back(first);
-        while (!stack.empty()) {
-          const uint32_t top = stack.back();
-          Decompose(swept[top], nodes);
-          uint32_t lowest = kNone;  // unscheduled, overlapping top
-          for (size_t c = 0; c < nodes.canonical_count; ++c) {
-            lowest = std::min(lowest, min_below[nodes.canonical[c]]);
-          }
-          for (size_t a = 0; a < nodes.ancestor_count; ++a) {
-            lowest = std::min(lowest, first_left[nodes.ancestors[a]]);
-          }
-          if (lowest < rank_at[top]) {
-            stack.push_back(place_of_rank[lowest]);
-            continue;
-          }
-          stack.pop_back();
-          done[top] = true;
-          order.push_back(top);
-          if (order.size() % kCheckInterval == 0) {
-            const absl::Status status = CheckOrder(context, stop);
-            if (!status.ok()) return status;
-          }
-          for (size_t c = 0; c < nodes.canonical_count; ++c) {
-            size_t v = nodes.canonical[c];
-            // top was first: every lower rank there is done.
-            ++cursor[v];
-            first_left[v] =
-                cursor[v] < list_begin[v + 1] ? ranks[cursor[v]] : kNone;
-            while (v >= kept_from && recompute(v)) v >>= 1;
-          }
+    jobs.reserve(n);
+    // Places, and for each where the search for what holds it back
+    // resumes (the places between were clear).
+    std::vector<std::pair<uint32_t, uint32_t>> stack;
+    for (uint32_t first = 0; first < n; ++first) {
+      if (tree[width + first] == kDone) continue;
+      stack.emplace_back(first, first + 1);
+      while (!stack.empty()) {
+        auto& [top, from] = stack.back();
+        const uint32_t to = leaf_start[laid[top].end_leaf];
+        const uint32_t held_by = static_cast<uint32_t>(
+            first_below(from, to, tree[width + top]));
+        if (held_by < to) {
+          from = held_by + 1;
+          stack.emplace_back(held_by, held_by + 1);
+          continue;
+        }
+        schedule(top);
+        stack.pop_back();
+        if (jobs.size() % kCheckInterval == 0) {
+          const absl::Status status = CheckOrder(context, stop);
+          if (!status.ok()) return status;
         }
       }
     }
-    jobs.reserve(n);
-    for (const uint32_t at : order) jobs.push_back(swept[at]);
     return absl::OkStatus();
   }
 
