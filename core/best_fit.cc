@@ -63,11 +63,6 @@ absl::Status CheckOrder(const PlanContext& context, const OrderStop& stop) {
   return context.Check();
 }
 
-// BestFitSchedule::kAutomatic sweeps time from this many jobs up: below,
-// the engine mostly stays in cache, and the sweep's own cost (about 0.5 us
-// a job) outweighs what it saves (tests/bench/best_fit_bench.cc).
-constexpr size_t kTimeSweepFrom = size_t{1} << 17;
-
 // Unions this short are cut from the free gaps interval by interval.
 constexpr size_t kFewIntervals = 4;
 
@@ -427,7 +422,7 @@ class BestFitEngine {
   absl::StatusOr<Placement> Place(
       BestFitOrder order, const PlanContext& context,
       const OrderStop& stop = OrderStop(),
-      BestFitSchedule schedule = BestFitSchedule::kAutomatic) {
+      BestFitSchedule schedule = BestFitSchedule::kTimeSweep) {
     absl::Status status = CheckOrder(context, stop);
     if (!status.ok()) return status;
     std::uninitialized_fill_n(nodes_.get(), leaves_, Node{});
@@ -452,9 +447,7 @@ class BestFitEngine {
       jobs.reserve(keys.size());
       for (const OrderKey& key : keys) jobs.push_back(MakeJob(key.item));
     }
-    if (schedule == BestFitSchedule::kTimeSweep ||
-        (schedule == BestFitSchedule::kAutomatic &&
-         jobs.size() >= kTimeSweepFrom)) {
+    if (schedule == BestFitSchedule::kTimeSweep) {
       status = SweepSchedule(jobs, context, stop);
       if (!status.ok()) return status;
     }
@@ -1145,7 +1138,7 @@ absl::StatusOr<Placement> PlaceOneOrder(
     const PlacementProblem& problem, BestFitOrder order,
     const PlanContext& context, const OrderStop& stop,
     std::optional<BestFitEngine>& engine,
-    BestFitSchedule schedule = BestFitSchedule::kAutomatic) {
+    BestFitSchedule schedule = BestFitSchedule::kTimeSweep) {
   if (order == BestFitOrder::kProgramOrder && !AnyPinned(problem)) {
     return ProgramOrderSweep(problem).Place(context, stop);
   }
