@@ -375,33 +375,18 @@ class BestFitEngine {
   explicit BestFitEngine(const PlacementProblem& problem)
       : problem_(problem), arena_(ChunkIntervals(problem.items.size())) {
     const std::vector<PlacementItem>& items = problem.items;
-    std::vector<Timestep> times;
-    times.reserve(2 * items.size());
-    for (const PlacementItem& item : items) {
-      if (!Spatial(item)) continue;
-      times.push_back(item.live_range.begin);
-      times.push_back(item.live_range.end);
-    }
-    std::sort(times.begin(), times.end());
-    times.erase(std::unique(times.begin(), times.end()), times.end());
-    const size_t num_leaves = times.empty() ? 1 : times.size() - 1;
+    first_leaf_.assign(items.size(), 0);
+    end_leaf_.assign(items.size(), 0);
+    const size_t num_leaves = FindLeaves();
     leaves_ = 1;
     levels_ = 1;
     while (leaves_ < num_leaves) {
       leaves_ *= 2;
       ++levels_;
     }
-    first_leaf_.assign(items.size(), 0);
-    end_leaf_.assign(items.size(), 0);
     level_read_ = 0;
     for (size_t i = 0; i < items.size(); ++i) {
       if (!Spatial(items[i])) continue;
-      const auto leaf = [&](Timestep t) {
-        return static_cast<uint32_t>(
-            std::lower_bound(times.begin(), times.end(), t) - times.begin());
-      };
-      first_leaf_[i] = leaf(items[i].live_range.begin);
-      end_leaf_[i] = leaf(items[i].live_range.end);
       size_t l = first_leaf_[i] + leaves_;
       size_t r = end_leaf_[i] + leaves_;
       for (int level = 0; l < r; ++level, l >>= 1, r >>= 1) {
@@ -415,6 +400,72 @@ class BestFitEngine {
     }
     nodes_ = AllocateHuge<Node>(leaves_);
     leaf_unions_ = AllocateHuge<ByteUnion>(leaves_);
+  }
+
+  // Cuts time into leaves at every begin and end of a spatial item: sets
+  // first_leaf_ and end_leaf_ to each such item's leaf range, and returns
+  // the number of leaves (at least 1). Where the times span at most twice
+  // as many timesteps as there are ends (as positions in a program do), a
+  // table over the span gives each time its leaf in O(n + span); else a
+  // sort and binary searches do, in O(n log n).
+  size_t FindLeaves() {
+    const std::vector<PlacementItem>& items = problem_.items;
+    Timestep lo = std::numeric_limits<Timestep>::max();
+    Timestep hi = std::numeric_limits<Timestep>::min();
+    size_t ends = 0;
+    for (const PlacementItem& item : items) {
+      if (!Spatial(item)) continue;
+      lo = std::min(lo, item.live_range.begin);
+      hi = std::max(hi, item.live_range.end);
+      ends += 2;
+    }
+    if (ends == 0) return 1;
+    // hi > lo; the difference taken unsigned cannot overflow.
+    const uint64_t span =
+        static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+    if (span <= 2 * ends) {
+      // table[t - lo]: 1 where a time is used, then the used times before t.
+      std::vector<uint32_t> table(span, 0);
+      const auto at = [&](Timestep t) -> uint32_t& {
+        return table[static_cast<uint64_t>(t) - static_cast<uint64_t>(lo)];
+      };
+      for (const PlacementItem& item : items) {
+        if (!Spatial(item)) continue;
+        at(item.live_range.begin) = 1;
+        at(item.live_range.end) = 1;
+      }
+      uint32_t used = 0;
+      for (uint32_t& entry : table) {
+        const uint32_t here = entry;
+        entry = used;
+        used += here;
+      }
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (!Spatial(items[i])) continue;
+        first_leaf_[i] = at(items[i].live_range.begin);
+        end_leaf_[i] = at(items[i].live_range.end);
+      }
+      return used - 1;
+    }
+    std::vector<Timestep> times;
+    times.reserve(ends);
+    for (const PlacementItem& item : items) {
+      if (!Spatial(item)) continue;
+      times.push_back(item.live_range.begin);
+      times.push_back(item.live_range.end);
+    }
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    const auto leaf = [&](Timestep t) {
+      return static_cast<uint32_t>(
+          std::lower_bound(times.begin(), times.end(), t) - times.begin());
+    };
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!Spatial(items[i])) continue;
+      first_leaf_[i] = leaf(items[i].live_range.begin);
+      end_leaf_[i] = leaf(items[i].live_range.end);
+    }
+    return times.size() - 1;
   }
 
   // Places the items in `order`; stops with ABORTED when `stop` says so,
