@@ -404,30 +404,18 @@ class BestFitEngine {
 
   // Cuts time into leaves at every begin and end of a spatial item: sets
   // first_leaf_ and end_leaf_ to each such item's leaf range, and returns
-  // the number of leaves (at least 1). Where the times span at most twice
-  // as many timesteps as there are ends (as positions in a program do), a
-  // table over the span gives each time its leaf in O(n + span); else a
-  // sort and binary searches do, in O(n log n).
+  // the number of leaves (at least 1). Where the times are dense
+  // (SpatialTimes::dense), a table over their span gives each time its
+  // leaf in O(n + span); else a sort and binary searches do, O(n log n).
   size_t FindLeaves() {
     const std::vector<PlacementItem>& items = problem_.items;
-    Timestep lo = std::numeric_limits<Timestep>::max();
-    Timestep hi = std::numeric_limits<Timestep>::min();
-    size_t ends = 0;
-    for (const PlacementItem& item : items) {
-      if (!Spatial(item)) continue;
-      lo = std::min(lo, item.live_range.begin);
-      hi = std::max(hi, item.live_range.end);
-      ends += 2;
-    }
-    if (ends == 0) return 1;
-    // hi > lo; the difference taken unsigned cannot overflow.
-    const uint64_t span =
-        static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
-    if (span <= 2 * ends) {
+    const SpatialTimes spatial_times = FindSpatialTimes(problem_);
+    if (spatial_times.ends == 0) return 1;
+    if (spatial_times.dense()) {
       // table[t - lo]: 1 where a time is used, then the used times before t.
-      std::vector<uint32_t> table(span, 0);
+      std::vector<uint32_t> table(spatial_times.span(), 0);
       const auto at = [&](Timestep t) -> uint32_t& {
-        return table[static_cast<uint64_t>(t) - static_cast<uint64_t>(lo)];
+        return table[spatial_times.at(t)];
       };
       for (const PlacementItem& item : items) {
         if (!Spatial(item)) continue;
@@ -448,7 +436,7 @@ class BestFitEngine {
       return used - 1;
     }
     std::vector<Timestep> times;
-    times.reserve(ends);
+    times.reserve(spatial_times.ends);
     for (const PlacementItem& item : items) {
       if (!Spatial(item)) continue;
       times.push_back(item.live_range.begin);

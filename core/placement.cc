@@ -180,13 +180,33 @@ absl::Status ValidatePlacement(const PlacementProblem& problem,
 }
 
 Bytes PlacementLowerBound(const PlacementProblem& problem) {
+  const auto spatial = [](const PlacementItem& item) {
+    return item.size > 0 && item.live_range.begin < item.live_range.end;
+  };
+  const SpatialTimes times = FindSpatialTimes(problem);
+  if (times.dense()) {
+    // The net change of live bytes at each time, summed in time order: the
+    // bytes live after a time's ends and begins are never exceeded in
+    // between (ends only lower them, begins only raise them).
+    std::vector<Bytes> delta(times.span(), 0);
+    for (const PlacementItem& item : problem.items) {
+      if (!spatial(item)) continue;
+      delta[times.at(item.live_range.begin)] += item.size;
+      delta[times.at(item.live_range.end)] -= item.size;
+    }
+    Bytes live = 0;
+    Bytes bound = 0;
+    for (const Bytes change : delta) {
+      live += change;
+      bound = std::max(bound, live);
+    }
+    return bound;
+  }
   // (time, delta): ends (negative deltas) sort before begins at equal times.
   std::vector<std::pair<Timestep, Bytes>> events;
-  events.reserve(2 * problem.items.size());
+  events.reserve(times.ends);
   for (const PlacementItem& item : problem.items) {
-    if (item.size <= 0 || item.live_range.begin >= item.live_range.end) {
-      continue;
-    }
+    if (!spatial(item)) continue;
     events.emplace_back(item.live_range.begin, item.size);
     events.emplace_back(item.live_range.end, -item.size);
   }
@@ -198,6 +218,22 @@ Bytes PlacementLowerBound(const PlacementProblem& problem) {
     bound = std::max(bound, live);
   }
   return bound;
+}
+
+SpatialTimes FindSpatialTimes(const PlacementProblem& problem) {
+  SpatialTimes times;
+  times.lo = std::numeric_limits<Timestep>::max();
+  times.hi = std::numeric_limits<Timestep>::min();
+  for (const PlacementItem& item : problem.items) {
+    if (item.size <= 0 || item.live_range.begin >= item.live_range.end) {
+      continue;
+    }
+    times.lo = std::min(times.lo, item.live_range.begin);
+    times.hi = std::max(times.hi, item.live_range.end);
+    times.ends += 2;
+  }
+  if (times.ends == 0) times.lo = times.hi = 0;
+  return times;
 }
 
 }  // namespace memplan

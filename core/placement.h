@@ -17,6 +17,8 @@
 #ifndef MEMPLAN_CORE_PLACEMENT_H_
 #define MEMPLAN_CORE_PLACEMENT_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <ostream>
 #include <vector>
@@ -75,8 +77,33 @@ absl::Status ValidatePlacement(const PlacementProblem& problem,
                                const Placement& placement);
 
 // Returns the maximum over timesteps of the summed sizes of live items, in
-// bytes: no placement is lower.
+// bytes: no placement is lower. O(n + span) where the span is dense (see
+// SpatialTimes), else O(n log n).
 Bytes PlacementLowerBound(const PlacementProblem& problem);
+
+// The times of the items that occupy bytes (size > 0, begin < end): the
+// least begin `lo`, the greatest end `hi`, and their number of ends (two
+// an item); lo = hi = 0 without such items.
+struct SpatialTimes {
+  Timestep lo = 0;
+  Timestep hi = 0;
+  size_t ends = 0;
+
+  // hi - lo + 1, the timesteps from lo to hi; 0 without ends.
+  uint64_t span() const {
+    return ends == 0 ? 0
+                     : static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+  }
+  // Whether the span is at most twice the number of ends, so that a table
+  // over it costs no more than the ends themselves (as with positions in a
+  // program); callers then index by time instead of sorting.
+  bool dense() const { return ends > 0 && span() <= 2 * ends; }
+  // The index of t, in [lo, hi], in such a table.
+  uint64_t at(Timestep t) const {
+    return static_cast<uint64_t>(t) - static_cast<uint64_t>(lo);
+  }
+};
+SpatialTimes FindSpatialTimes(const PlacementProblem& problem);
 
 }  // namespace memplan
 

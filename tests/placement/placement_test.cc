@@ -174,5 +174,41 @@ TEST(PlacementLowerBoundTest, IgnoresEmptyRanges) {
   EXPECT_EQ(PlacementLowerBound(PlacementProblem()), 0);
 }
 
+// Dense times are summed in a table, sparse ones sorted: scaling every
+// time by a million (and shifting it below zero) moves a problem to the
+// second path and keeps its bound.
+TEST(PlacementLowerBoundTest, SparseTimesGiveTheDenseBound) {
+  int dense_count = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    const PlacementProblem dense =
+        RandomPlacementProblem(seed, VariedPlacementOptions(seed));
+    dense_count += FindSpatialTimes(dense).dense() ? 1 : 0;
+    PlacementProblem sparse = dense;
+    for (PlacementItem& item : sparse.items) {
+      item.live_range.begin = item.live_range.begin * 1'000'000 - 7'000'000;
+      item.live_range.end = item.live_range.end * 1'000'000 - 7'000'000;
+    }
+    EXPECT_FALSE(FindSpatialTimes(sparse).dense());
+    EXPECT_EQ(PlacementLowerBound(sparse), PlacementLowerBound(dense))
+        << "seed " << seed;
+  }
+  EXPECT_GT(dense_count, 100);  // both paths ran
+}
+
+TEST(SpatialTimesTest, SpansTheItemsThatOccupyBytes) {
+  PlacementProblem problem;
+  problem.items = {Item(5, 9, 10), Item(-3, -3, 7), Item(2, 40, 0),
+                   Item(7, 12, 1)};
+  const SpatialTimes times = FindSpatialTimes(problem);
+  EXPECT_EQ(times.lo, 5);
+  EXPECT_EQ(times.hi, 12);
+  EXPECT_EQ(times.ends, 4u);
+  EXPECT_EQ(times.span(), 8u);
+  EXPECT_TRUE(times.dense());
+  EXPECT_EQ(times.at(7), 2u);
+  EXPECT_EQ(FindSpatialTimes(PlacementProblem()).span(), 0u);
+  EXPECT_FALSE(FindSpatialTimes(PlacementProblem()).dense());
+}
+
 }  // namespace
 }  // namespace memplan
