@@ -347,6 +347,132 @@ struct Job {
   Bytes alignment() const { return Bytes{1} << alignment_log2; }
 };
 
+// Yields the jobs of an order, given in the order's ranks, in a sweep over
+// time instead of jumps across it, so that the engine reads nodes and
+// unions it has just read, from cache. The placement stays the same: a
+// job's offset depends only on the jobs placed before it whose live ranges
+// overlap its own, so any sequence that keeps every overlapping pair in
+// rank order places every job at the same offset.
+//
+// The jobs are laid out by first leaf (then rank), and taken in that
+// layout; a job is due once no job of lower rank that overlaps it is left.
+// Until then, the first such job in the layout is taken first, on an
+// explicit stack (ranks fall from bottom to top, so it ends). Every job
+// before the stack's bottom is done, and every one left between two stack
+// entries outranks the upper one, so the jobs that can hold back the top
+// are those laid out after it that begin before it ends: a run of the
+// layout, searched for its first rank below the top's in a minimum tree
+// over the layout. O(n log n) time in all, O(n) memory. The jobs are
+// yielded a batch at a time, so that an order stopped early (one that
+// cannot win) sweeps no further than it places.
+class TimeSweep {
+ public:
+  // `jobs` in rank order; `leaves`: the engine's leaf count (every job's
+  // leaves lie in [0, leaves)).
+  TimeSweep(const std::vector<Job>& jobs, size_t leaves)
+      : leaf_start_(leaves + 1, 0), laid_(jobs.size()) {
+    const uint32_t n = static_cast<uint32_t>(jobs.size());
+    for (const Job& job : jobs) ++leaf_start_[job.first_leaf + 1];
+    for (size_t l = 0; l < leaves; ++l) leaf_start_[l + 1] += leaf_start_[l];
+    while (width_ < n) width_ *= 2;
+    tree_.assign(2 * width_, kDone);
+    std::vector<uint32_t> next(leaf_start_.begin(), leaf_start_.end() - 1);
+    for (uint32_t rank = 0; rank < n; ++rank) {
+      const uint32_t place = next[jobs[rank].first_leaf]++;
+      laid_[place] = jobs[rank];
+      tree_[width_ + place] = rank;
+    }
+    for (size_t v = width_; v-- > 1;) {
+      tree_[v] = std::min(tree_[2 * v], tree_[2 * v + 1]);
+    }
+  }
+
+  bool done() const { return first_ == laid_.size() && stack_.empty(); }
+
+  // Appends the next jobs in the sweep to `out`, taking at most `steps`
+  // steps (each yields a job or holds one back); possibly none.
+  void Next(std::vector<Job>& out, size_t steps) {
+    for (; steps > 0 && !done(); --steps) {
+      if (stack_.empty()) {
+        const uint32_t first = first_++;
+        if (tree_[width_ + first] != kDone) stack_.push_back({first, first + 1});
+        continue;
+      }
+      Entry& top = stack_.back();
+      const uint32_t to = leaf_start_[laid_[top.place].end_leaf];
+      const uint32_t held_by =
+          FirstBelow(top.from, to, tree_[width_ + top.place]);
+      if (held_by < to) {
+        top.from = held_by + 1;  // the places between are clear
+        stack_.push_back({held_by, held_by + 1});
+        continue;
+      }
+      out.push_back(laid_[top.place]);
+      Take(top.place);
+      stack_.pop_back();
+    }
+  }
+
+ private:
+  static constexpr uint32_t kDone = std::numeric_limits<uint32_t>::max();
+
+  // A job held back, at `place` in the layout, and where the search for
+  // what holds it back resumes.
+  struct Entry {
+    uint32_t place;
+    uint32_t from;
+  };
+
+  // Returns the first place in [from, to) whose rank is below `rank`, or
+  // `to`: the nodes covering the run, left to right, then down the first
+  // that holds one.
+  uint32_t FirstBelow(size_t from, size_t to, uint32_t rank) const {
+    size_t right[64];
+    size_t right_count = 0;
+    size_t hit = 0;  // a node holding one
+    for (size_t l = from + width_, r = to + width_; l < r; l >>= 1, r >>= 1) {
+      if ((l & 1) != 0) {
+        if (tree_[l] < rank) {
+          hit = l;
+          break;
+        }
+        ++l;
+      }
+      if ((r & 1) != 0) right[right_count++] = --r;
+    }
+    for (size_t k = right_count; hit == 0 && k-- > 0;) {
+      if (tree_[right[k]] < rank) hit = right[k];
+    }
+    if (hit == 0) return static_cast<uint32_t>(to);
+    while (hit < width_) {
+      hit *= 2;
+      if (tree_[hit] >= rank) ++hit;
+    }
+    return static_cast<uint32_t>(hit - width_);
+  }
+
+  // Marks the job at `place` taken.
+  void Take(size_t place) {
+    size_t v = width_ + place;
+    tree_[v] = kDone;
+    for (v >>= 1; v >= 1; v >>= 1) {
+      const uint32_t least = std::min(tree_[2 * v], tree_[2 * v + 1]);
+      if (tree_[v] == least) break;
+      tree_[v] = least;
+    }
+  }
+
+  // leaf_start_[l]: the first place whose job begins at leaf l or later.
+  std::vector<uint32_t> leaf_start_;
+  std::vector<Job> laid_;  // the layout
+  // Leaf p (at width_ + p) holds the rank of the job at place p, kDone
+  // once taken; a node, its children's minimum.
+  size_t width_ = 1;
+  std::vector<uint32_t> tree_;
+  uint32_t first_ = 0;  // the next place the sweep itself visits
+  std::vector<Entry> stack_;
+};
+
 // Best-fit placement over a segment tree on (compressed) time.
 //
 // Time is cut into elementary intervals (leaves) at every begin and end.
@@ -486,10 +612,21 @@ class BestFitEngine {
       jobs.reserve(keys.size());
       for (const OrderKey& key : keys) jobs.push_back(MakeJob(key.item));
     }
+    // With a sweep, jobs fills as the loop below reaches its end.
+    std::optional<TimeSweep> sweep;
     if (schedule == BestFitSchedule::kTimeSweep) {
-      status = SweepSchedule(jobs, context, stop);
-      if (!status.ok()) return status;
+      sweep.emplace(jobs, leaves_);
+      jobs.clear();
     }
+    // Returns whether job k exists, sweeping on to it if need be.
+    const auto exists = [&](size_t k) {
+      while (k >= jobs.size() && sweep.has_value() && !sweep->done() &&
+             status.ok()) {
+        sweep->Next(jobs, kCheckInterval);
+        status = CheckOrder(context, stop);
+      }
+      return k < jobs.size() && status.ok();
+    };
     // The nodes of later jobs are found and fetched while this one is
     // placed: the engine waits on memory far more than it computes.
     const auto stage = [&](size_t k) {
@@ -497,15 +634,15 @@ class BestFitEngine {
       Decompose(jobs[k], nodes);
       PrefetchNodes(nodes);
     };
-    for (size_t k = 0; k < std::min(kNodesAhead, jobs.size()); ++k) stage(k);
+    for (size_t k = 0; k < kNodesAhead && exists(k); ++k) stage(k);
     Bytes height = PlacementHeight(problem_, placement.offsets);  // so far
-    for (size_t k = 0; k < jobs.size(); ++k) {
+    for (size_t k = 0; exists(k); ++k) {
       if (k % kCheckInterval == kCheckInterval - 1) {
         status = CheckOrder(context, stop);
         if (!status.ok()) return status;
       }
-      if (k + kNodesAhead < jobs.size()) stage(k + kNodesAhead);
-      if (k + kBlocksAhead < jobs.size()) {
+      if (exists(k + kNodesAhead)) stage(k + kNodesAhead);
+      if (exists(k + kBlocksAhead)) {
         PrefetchBlocks(lookahead_[(k + kBlocksAhead) % kLookahead]);
       }
       const Job& job = jobs[k];
@@ -516,6 +653,7 @@ class BestFitEngine {
       if (stop.Exceeded(height)) return CannotWin();
       Insert(job, offset, nodes);
     }
+    if (!status.ok()) return status;
     placement.height = PlacementHeight(problem_, placement.offsets);
     return placement;
   }
@@ -662,117 +800,6 @@ class BestFitEngine {
       contention[i] = static_cast<uint64_t>(most);
     }
     return contention;
-  }
-
-  // Reorders `jobs`, given in the order's ranks, so that it sweeps time
-  // instead of jumping across it, and places exactly as before: a job's
-  // offset depends only on the jobs placed before it whose live ranges
-  // overlap its own, so any order that keeps every overlapping pair in
-  // rank order places every job at the same offset. The engine's nodes and
-  // unions are then read where they were just read, from cache.
-  //
-  // The jobs are laid out by first leaf (then rank), and taken in that
-  // layout; a job is due once no job of lower rank that overlaps it is
-  // left. Until then, the first such job in the layout is taken first, on
-  // an explicit stack (ranks fall from bottom to top, so it ends). Every
-  // job before the stack's bottom is done, and every one left between two
-  // stack entries outranks the upper one, so the jobs that can hold back
-  // the top are those laid out after it that begin before it ends: a run
-  // of the layout, searched for its first rank below the top's in a
-  // minimum tree over the layout. O(n log n) time, O(n) memory.
-  // Returns CheckOrder's status when it stops the order.
-  absl::Status SweepSchedule(std::vector<Job>& jobs, const PlanContext& context,
-                             const OrderStop& stop) {
-    constexpr uint32_t kDone = std::numeric_limits<uint32_t>::max();
-    const uint32_t n = static_cast<uint32_t>(jobs.size());
-
-    // The layout: jobs by first leaf, then rank (a counting sort).
-    // leaf_start[l] is the first place whose job begins at leaf l or later.
-    std::vector<uint32_t> leaf_start(leaves_ + 1, 0);
-    for (const Job& job : jobs) ++leaf_start[job.first_leaf + 1];
-    for (size_t l = 0; l < leaves_; ++l) leaf_start[l + 1] += leaf_start[l];
-    std::vector<Job> laid(n);
-    // The minimum tree: leaf p (at width + p) holds the rank of the job at
-    // place p, kDone once it is scheduled; a node, its children's minimum.
-    size_t width = 1;
-    while (width < n) width *= 2;
-    std::vector<uint32_t> tree(2 * width, kDone);
-    {
-      std::vector<uint32_t> next(leaf_start.begin(), leaf_start.end() - 1);
-      for (uint32_t rank = 0; rank < n; ++rank) {
-        const uint32_t place = next[jobs[rank].first_leaf]++;
-        laid[place] = jobs[rank];
-        tree[width + place] = rank;
-      }
-    }
-    for (size_t v = width; v-- > 1;) {
-      tree[v] = std::min(tree[2 * v], tree[2 * v + 1]);
-    }
-    // Returns the first place in [from, to) whose rank is below `rank`,
-    // or `to`: the nodes covering the run, left to right, then down the
-    // first that holds one.
-    const auto first_below = [&](size_t from, size_t to, uint32_t rank) {
-      size_t right[64];
-      size_t right_count = 0;
-      size_t hit = 0;  // a node holding one
-      for (size_t l = from + width, r = to + width; l < r; l >>= 1, r >>= 1) {
-        if ((l & 1) != 0) {
-          if (tree[l] < rank) {
-            hit = l;
-            break;
-          }
-          ++l;
-        }
-        if ((r & 1) != 0) right[right_count++] = --r;
-      }
-      for (size_t k = right_count; hit == 0 && k-- > 0;) {
-        if (tree[right[k]] < rank) hit = right[k];
-      }
-      if (hit == 0) return to;
-      while (hit < width) {
-        hit *= 2;
-        if (tree[hit] >= rank) ++hit;
-      }
-      return hit - width;
-    };
-    const auto schedule = [&](size_t place) {
-      jobs.push_back(laid[place]);
-      size_t v = width + place;
-      tree[v] = kDone;
-      for (v >>= 1; v >= 1; v >>= 1) {
-        const uint32_t least = std::min(tree[2 * v], tree[2 * v + 1]);
-        if (tree[v] == least) break;
-        tree[v] = least;
-      }
-    };
-
-    std::vector<Job>().swap(jobs);
-    jobs.reserve(n);
-    // Places, and for each where the search for what holds it back
-    // resumes (the places between were clear).
-    std::vector<std::pair<uint32_t, uint32_t>> stack;
-    for (uint32_t first = 0; first < n; ++first) {
-      if (tree[width + first] == kDone) continue;
-      stack.emplace_back(first, first + 1);
-      while (!stack.empty()) {
-        auto& [top, from] = stack.back();
-        const uint32_t to = leaf_start[laid[top].end_leaf];
-        const uint32_t held_by = static_cast<uint32_t>(
-            first_below(from, to, tree[width + top]));
-        if (held_by < to) {
-          from = held_by + 1;
-          stack.emplace_back(held_by, held_by + 1);
-          continue;
-        }
-        schedule(top);
-        stack.pop_back();
-        if (jobs.size() % kCheckInterval == 0) {
-          const absl::Status status = CheckOrder(context, stop);
-          if (!status.ok()) return status;
-        }
-      }
-    }
-    return absl::OkStatus();
   }
 
   // Sets `nodes` to the job's canonical nodes and to their strict ancestors
@@ -1085,7 +1112,7 @@ class ProgramOrderSweep {
       if (stop.Exceeded(height)) return CannotWin();
     }
     placement.height = PlacementHeight(problem_, placement.offsets);
-        return placement;
+    return placement;
   }
 
  private:
