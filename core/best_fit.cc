@@ -335,6 +335,53 @@ struct OrderKey {
   }
 };
 
+// Sorts `keys`, listed by ascending item, into OrderKey's order: a least
+// significant digit first radix sort over (c, b, a) in 11-bit digits, each
+// pass stable, so that ties keep the item order. Digits that every key
+// shares are skipped: the orders' keys are sizes, lengths and products of
+// them, so most digits are. O(n) a digit that differs.
+void SortKeys(std::vector<OrderKey>& keys) {
+  constexpr int kDigitBits = 11;
+  constexpr size_t kBuckets = size_t{1} << kDigitBits;
+  const auto word = [](const OrderKey& key, int w) {
+    return w == 0 ? key.c : w == 1 ? key.b : key.a;
+  };
+  // The bits where some two keys differ, per word.
+  uint64_t differ[3] = {0, 0, 0};
+  if (!keys.empty()) {
+    for (int w = 0; w < 3; ++w) {
+      uint64_t all = ~uint64_t{0};
+      uint64_t any = 0;
+      for (const OrderKey& key : keys) {
+        all &= word(key, w);
+        any |= word(key, w);
+      }
+      differ[w] = all ^ any;
+    }
+  }
+  std::vector<OrderKey> buffer;
+  std::vector<uint32_t> start(kBuckets);
+  for (int w = 0; w < 3; ++w) {
+    for (int shift = 0; shift < 64; shift += kDigitBits) {
+      if (((differ[w] >> shift) & (kBuckets - 1)) == 0) continue;
+      const auto digit = [&](const OrderKey& key) {
+        return static_cast<size_t>((word(key, w) >> shift) & (kBuckets - 1));
+      };
+      std::fill(start.begin(), start.end(), 0);
+      for (const OrderKey& key : keys) ++start[digit(key)];
+      uint32_t next = 0;  // start becomes each bucket's first slot
+      for (uint32_t& count : start) {
+        const uint32_t here = count;
+        count = next;
+        next += here;
+      }
+      buffer.resize(keys.size());
+      for (const OrderKey& key : keys) buffer[start[digit(key)]++] = key;
+      keys.swap(buffer);
+    }
+  }
+}
+
 // One item to place, with what placing it reads, so that the loop over
 // items in order reads memory in sequence.
 struct Job {
@@ -763,7 +810,7 @@ class BestFitEngine {
       }
       keys.push_back(key);
     }
-    std::sort(keys.begin(), keys.end());
+    SortKeys(keys);
     return keys;
   }
 
