@@ -542,7 +542,9 @@ class TimeSweep {
 // and sub of its canonical nodes and to sub of their strict ancestors.
 //
 // Only levels that hold a canonical node of some item are ever read, so
-// the other levels are skipped.
+// the other levels are skipped. A leaf keeps one union: with no children,
+// its own and sub are the same. Items are taken in a TimeSweep unless the
+// caller asks for the order itself (BestFitSchedule).
 class BestFitEngine {
  public:
   explicit BestFitEngine(const PlacementProblem& problem)
@@ -721,18 +723,8 @@ class BestFitEngine {
     ByteUnion sub;  // items stored here or below; kept where level_read_
   };
 
+  // Returns whether some item has a canonical node on `level`.
   bool LevelRead(int level) const { return ((level_read_ >> level) & 1) != 0; }
-
-  // Calls f(v) for each canonical node v of the job, bottom-up.
-  template <typename F>
-  void ForEachCanonical(const Job& job, F f) const {
-    size_t l = job.first_leaf + leaves_;
-    size_t r = job.end_leaf + leaves_;
-    for (; l < r; l >>= 1, r >>= 1) {
-      if ((l & 1) != 0) f(l++);
-      if ((r & 1) != 0) f(--r);
-    }
-  }
 
   // Returns node v's sub (for a leaf, its one union).
   ByteUnion& Sub(size_t v) const {
