@@ -561,7 +561,7 @@ class BestFitEngine {
     }
     level_read_ = 0;
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!Spatial(items[i])) continue;
+      if (!items[i].occupies()) continue;
       size_t l = first_leaf_[i] + leaves_;
       size_t r = end_leaf_[i] + leaves_;
       for (int level = 0; l < r; ++level, l >>= 1, r >>= 1) {
@@ -593,7 +593,7 @@ class BestFitEngine {
         return table[spatial_times.at(t)];
       };
       for (const PlacementItem& item : items) {
-        if (!Spatial(item)) continue;
+        if (!item.occupies()) continue;
         at(item.live_range.begin) = 1;
         at(item.live_range.end) = 1;
       }
@@ -604,7 +604,7 @@ class BestFitEngine {
         used += here;
       }
       for (size_t i = 0; i < items.size(); ++i) {
-        if (!Spatial(items[i])) continue;
+        if (!items[i].occupies()) continue;
         first_leaf_[i] = at(items[i].live_range.begin);
         end_leaf_[i] = at(items[i].live_range.end);
       }
@@ -613,7 +613,7 @@ class BestFitEngine {
     std::vector<Timestep> times;
     times.reserve(spatial_times.ends);
     for (const PlacementItem& item : items) {
-      if (!Spatial(item)) continue;
+      if (!item.occupies()) continue;
       times.push_back(item.live_range.begin);
       times.push_back(item.live_range.end);
     }
@@ -624,7 +624,7 @@ class BestFitEngine {
           std::lower_bound(times.begin(), times.end(), t) - times.begin());
     };
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!Spatial(items[i])) continue;
+      if (!items[i].occupies()) continue;
       first_leaf_[i] = leaf(items[i].live_range.begin);
       end_leaf_[i] = leaf(items[i].live_range.end);
     }
@@ -649,7 +649,7 @@ class BestFitEngine {
     for (size_t i = 0; i < items.size(); ++i) {
       if (!items[i].pinned()) continue;
       placement.offsets[i] = items[i].fixed_offset;
-      if (Spatial(items[i])) {
+      if (items[i].occupies()) {
         const Job job = MakeJob(i);
         Decompose(job, lookahead_[0]);
         Insert(job, items[i].fixed_offset, lookahead_[0]);
@@ -731,11 +731,6 @@ class BestFitEngine {
     return v >= leaves_ ? leaf_unions_[v - leaves_] : nodes_[v].sub;
   }
 
-  // Returns whether the item occupies bytes at some time, i.e. can conflict.
-  static bool Spatial(const PlacementItem& item) {
-    return item.size > 0 && item.live_range.begin < item.live_range.end;
-  }
-
   Job MakeJob(size_t i) const {
     const PlacementItem& item = problem_.items[i];
     return Job{static_cast<uint32_t>(i), first_leaf_[i], end_leaf_[i],
@@ -759,7 +754,7 @@ class BestFitEngine {
     keys.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
       const PlacementItem& item = items[i];
-      if (item.pinned() || !Spatial(item)) continue;
+      if (item.pinned() || !item.occupies()) continue;
       // Descending keys are complemented.
       const uint64_t size = ~Ordered(item.size);
       const uint64_t length = ~Ordered(item.live_range.length());
@@ -813,7 +808,7 @@ class BestFitEngine {
     const std::vector<PlacementItem>& items = problem_.items;
     std::vector<Bytes> delta(leaves_ + 1, 0);
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!Spatial(items[i])) continue;
+      if (!items[i].occupies()) continue;
       delta[first_leaf_[i]] += items[i].size;
       delta[end_leaf_[i]] -= items[i].size;
     }
@@ -828,7 +823,7 @@ class BestFitEngine {
     }
     std::vector<uint64_t> contention(items.size(), 0);
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!Spatial(items[i])) continue;
+      if (!items[i].occupies()) continue;
       Bytes most = 0;
       size_t l = first_leaf_[i] + leaves_;
       size_t r = end_leaf_[i] + leaves_;
@@ -1121,7 +1116,7 @@ class ProgramOrderSweep {
     order.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
       const PlacementItem& item = items[i];
-      if (item.size > 0 && item.live_range.begin < item.live_range.end) {
+      if (item.occupies()) {
         order.emplace_back(item.live_range.begin, static_cast<uint32_t>(i));
       }
     }

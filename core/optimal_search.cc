@@ -56,11 +56,6 @@ uint64_t Mix(uint64_t x) {
 
 bool IsPowerOfTwo(Bytes x) { return x > 0 && (x & (x - 1)) == 0; }
 
-// Items that take part in the search: some bytes during some timestep.
-bool Occupies(const PlacementItem& item) {
-  return item.size > 0 && item.live_range.begin < item.live_range.end;
-}
-
 absl::Status ValidateInput(const PlacementProblem& problem,
                            const SearchOptions& options) {
   if (problem.capacity < 0) {
@@ -114,7 +109,7 @@ absl::Status ValidateInput(const PlacementProblem& problem,
   std::vector<Event> events;
   for (size_t i = 0; i < problem.items.size(); ++i) {
     const PlacementItem& item = problem.items[i];
-    if (!item.pinned() || !Occupies(item)) continue;
+    if (!item.pinned() || !item.occupies()) continue;
     events.push_back({item.live_range.begin, 1, i});
     events.push_back({item.live_range.end, 0, i});
   }
@@ -1242,7 +1237,7 @@ absl::StatusOr<SearchResult> OptimalPlace(const PlacementProblem& problem,
       lower_bound =
           std::max(lower_bound, items[i].fixed_offset + items[i].size);
     }
-    if (!Occupies(items[i])) {
+    if (!items[i].occupies()) {
       offsets[i] = items[i].pinned() ? items[i].fixed_offset : 0;
       lower_bound = std::max(lower_bound, offsets[i] + items[i].size);
     }
@@ -1251,7 +1246,7 @@ absl::StatusOr<SearchResult> OptimalPlace(const PlacementProblem& problem,
   // Independent parts: items connected in time, split where nothing lives.
   std::vector<size_t> by_begin;
   for (size_t i = 0; i < items.size(); ++i) {
-    if (Occupies(items[i])) by_begin.push_back(i);
+    if (items[i].occupies()) by_begin.push_back(i);
   }
   std::stable_sort(by_begin.begin(), by_begin.end(), [&](size_t a, size_t b) {
     return items[a].live_range.begin < items[b].live_range.begin;

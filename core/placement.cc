@@ -98,9 +98,7 @@ absl::Status CheckNoOverlap(const PlacementProblem& problem,
   events.reserve(2 * problem.items.size());
   for (size_t i = 0; i < problem.items.size(); ++i) {
     const PlacementItem& item = problem.items[i];
-    if (item.size <= 0 || item.live_range.begin >= item.live_range.end) {
-      continue;
-    }
+    if (!item.occupies()) continue;
     events.push_back({item.live_range.begin, 1, i});
     events.push_back({item.live_range.end, 0, i});
   }
@@ -180,9 +178,6 @@ absl::Status ValidatePlacement(const PlacementProblem& problem,
 }
 
 Bytes PlacementLowerBound(const PlacementProblem& problem) {
-  const auto spatial = [](const PlacementItem& item) {
-    return item.size > 0 && item.live_range.begin < item.live_range.end;
-  };
   const SpatialTimes times = FindSpatialTimes(problem);
   if (times.dense()) {
     // The net change of live bytes at each time, summed in time order: the
@@ -190,7 +185,7 @@ Bytes PlacementLowerBound(const PlacementProblem& problem) {
     // between (ends only lower them, begins only raise them).
     std::vector<Bytes> delta(times.span(), 0);
     for (const PlacementItem& item : problem.items) {
-      if (!spatial(item)) continue;
+      if (!item.occupies()) continue;
       delta[times.at(item.live_range.begin)] += item.size;
       delta[times.at(item.live_range.end)] -= item.size;
     }
@@ -206,7 +201,7 @@ Bytes PlacementLowerBound(const PlacementProblem& problem) {
   std::vector<std::pair<Timestep, Bytes>> events;
   events.reserve(times.ends);
   for (const PlacementItem& item : problem.items) {
-    if (!spatial(item)) continue;
+    if (!item.occupies()) continue;
     events.emplace_back(item.live_range.begin, item.size);
     events.emplace_back(item.live_range.end, -item.size);
   }
@@ -225,9 +220,7 @@ SpatialTimes FindSpatialTimes(const PlacementProblem& problem) {
   times.lo = std::numeric_limits<Timestep>::max();
   times.hi = std::numeric_limits<Timestep>::min();
   for (const PlacementItem& item : problem.items) {
-    if (item.size <= 0 || item.live_range.begin >= item.live_range.end) {
-      continue;
-    }
+    if (!item.occupies()) continue;
     times.lo = std::min(times.lo, item.live_range.begin);
     times.hi = std::max(times.hi, item.live_range.end);
     times.ends += 2;

@@ -39,6 +39,11 @@ struct PlacementItem {
   Bytes fixed_offset = -1;  // >= 0: the item is pinned at this offset
 
   bool pinned() const { return fixed_offset >= 0; }
+  // Whether the item takes some bytes at some timestep (size > 0 and a
+  // non-empty live range), so that it can conflict with another.
+  bool occupies() const {
+    return size > 0 && live_range.begin < live_range.end;
+  }
   friend bool operator==(const PlacementItem& a, const PlacementItem& b) {
     return a.live_range == b.live_range && a.size == b.size &&
            a.alignment == b.alignment && a.fixed_offset == b.fixed_offset;
