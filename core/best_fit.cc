@@ -346,19 +346,17 @@ void SortKeys(std::vector<OrderKey>& keys) {
   const auto word = [](const OrderKey& key, int w) {
     return w == 0 ? key.c : w == 1 ? key.b : key.a;
   };
-  // The bits where some two keys differ, per word.
-  uint64_t differ[3] = {0, 0, 0};
-  if (!keys.empty()) {
+  // The bits where some two keys differ, per word, in one pass.
+  uint64_t all[3] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
+  uint64_t any[3] = {0, 0, 0};
+  for (const OrderKey& key : keys) {
     for (int w = 0; w < 3; ++w) {
-      uint64_t all = ~uint64_t{0};
-      uint64_t any = 0;
-      for (const OrderKey& key : keys) {
-        all &= word(key, w);
-        any |= word(key, w);
-      }
-      differ[w] = all ^ any;
+      all[w] &= word(key, w);
+      any[w] |= word(key, w);
     }
   }
+  uint64_t differ[3];
+  for (int w = 0; w < 3; ++w) differ[w] = keys.empty() ? 0 : all[w] ^ any[w];
   std::vector<OrderKey> buffer;
   std::vector<uint32_t> start(kBuckets);
   for (int w = 0; w < 3; ++w) {
