@@ -404,37 +404,43 @@ struct Job {
 // overlap its own, so any sequence that keeps every overlapping pair in
 // rank order places every job at the same offset.
 //
-// The jobs are laid out by first leaf (then rank), and taken in that
-// layout; a job is due once no job of lower rank that overlaps it is left.
-// Until then, the first such job in the layout is taken first, on an
-// explicit stack (ranks fall from bottom to top, so it ends). Every job
-// before the stack's bottom is done, and every one left between two stack
-// entries outranks the upper one, so the jobs that can hold back the top
-// are those laid out after it that begin before it ends: a run of the
-// layout, searched for its first rank below the top's in a minimum tree
-// over the layout. O(n log n) time in all, O(n) memory. The jobs are
-// yielded a batch at a time, so that an order stopped early (one that
-// cannot win) sweeps no further than it places.
+// The jobs are laid out by first leaf, and taken in that layout; a job is
+// due once no job of lower rank that overlaps it is left. Until then, the
+// first such job in the layout is taken first, on an explicit stack (ranks
+// fall from bottom to top, so it ends). Every job before the stack's
+// bottom is done, and every one left between two stack entries outranks
+// the upper one, so the jobs that can hold back the top are those laid out
+// after it that begin before it ends (a job laid out before it is done or
+// outranks it, whatever the order within a leaf): a run of the layout,
+// searched for its first rank below the top's in a minimum tree over the
+// layout. O(n log n) time in all, O(n) memory. The jobs are yielded a
+// batch at a time, so that an order stopped early (one that cannot win)
+// sweeps no further than it places.
 class TimeSweep {
  public:
-  // `jobs` in rank order; `leaves`: the engine's leaf count (every job's
-  // leaves lie in [0, leaves)).
-  TimeSweep(const std::vector<Job>& jobs, size_t leaves)
-      : leaf_start_(leaves + 1, 0), laid_(jobs.size()) {
-    const uint32_t n = static_cast<uint32_t>(jobs.size());
+  // Starts a sweep over `jobs`, in any order; `rank[job.item]`: its rank,
+  // distinct and below 2^63; `leaves`: the engine's leaf count (every
+  // job's leaves lie in [0, leaves)). Keeps the memory of the last sweep.
+  void Start(const std::vector<Job>& jobs, const std::vector<uint64_t>& rank,
+             size_t leaves) {
+    leaf_start_.assign(leaves + 1, 0);
     for (const Job& job : jobs) ++leaf_start_[job.first_leaf + 1];
     for (size_t l = 0; l < leaves; ++l) leaf_start_[l + 1] += leaf_start_[l];
-    while (width_ < n) width_ *= 2;
+    width_ = 1;
+    while (width_ < jobs.size()) width_ *= 2;
     tree_.assign(2 * width_, kDone);
-    std::vector<uint32_t> next(leaf_start_.begin(), leaf_start_.end() - 1);
-    for (uint32_t rank = 0; rank < n; ++rank) {
-      const uint32_t place = next[jobs[rank].first_leaf]++;
-      laid_[place] = jobs[rank];
-      tree_[width_ + place] = rank;
+    laid_.resize(jobs.size());
+    next_.assign(leaf_start_.begin(), leaf_start_.end() - 1);
+    for (const Job& job : jobs) {
+      const uint32_t place = next_[job.first_leaf]++;
+      laid_[place] = job;
+      tree_[width_ + place] = rank[job.item];
     }
     for (size_t v = width_; v-- > 1;) {
       tree_[v] = std::min(tree_[2 * v], tree_[2 * v + 1]);
     }
+    first_ = 0;
+    stack_.clear();
   }
 
   bool done() const { return first_ == laid_.size() && stack_.empty(); }
@@ -476,7 +482,7 @@ class TimeSweep {
   }
 
  private:
-  static constexpr uint32_t kDone = std::numeric_limits<uint32_t>::max();
+  static constexpr uint64_t kDone = std::numeric_limits<uint64_t>::max();
 
   // A job held back, at `place` in the layout, and where the search for
   // what holds it back resumes.
@@ -488,7 +494,7 @@ class TimeSweep {
   // Returns the first place in [from, to) whose rank is below `rank`, or
   // `to`: the nodes covering the run, left to right, then down the first
   // that holds one.
-  uint32_t FirstBelow(size_t from, size_t to, uint32_t rank) const {
+  uint32_t FirstBelow(size_t from, size_t to, uint64_t rank) const {
     size_t right[64];
     size_t right_count = 0;
     size_t hit = 0;  // a node holding one
@@ -518,7 +524,7 @@ class TimeSweep {
     size_t v = width_ + place;
     tree_[v] = kDone;
     for (v >>= 1; v >= 1; v >>= 1) {
-      const uint32_t least = std::min(tree_[2 * v], tree_[2 * v + 1]);
+      const uint64_t least = std::min(tree_[2 * v], tree_[2 * v + 1]);
       if (tree_[v] == least) break;
       tree_[v] = least;
     }
@@ -530,7 +536,8 @@ class TimeSweep {
   // Leaf p (at width_ + p) holds the rank of the job at place p, kDone
   // once taken; a node, its children's minimum.
   size_t width_ = 1;
-  std::vector<uint32_t> tree_;
+  std::vector<uint64_t> tree_;
+  std::vector<uint32_t> next_;  // Start's scratch
   uint32_t first_ = 0;  // the next place the sweep itself visits
   std::vector<Entry> stack_;
 };
@@ -674,17 +681,22 @@ class BestFitEngine {
         Insert(job, items[i].fixed_offset, lookahead_[0]);
       }
     }
-    std::vector<Job> jobs;
-    {
-      const std::vector<OrderKey> keys = Order(order);
-      jobs.reserve(keys.size());
-      for (const OrderKey& key : keys) jobs.push_back(MakeJob(key.item));
+    std::vector<Job>& jobs = jobs_;  // by item, then in the sequence
+    jobs.clear();
+    jobs.reserve(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].pinned() && items[i].occupies()) jobs.push_back(MakeJob(i));
     }
+    Ranks(order, rank_);
     // With a sweep, jobs fills as the loop below reaches its end.
-    std::optional<TimeSweep> sweep;
-    if (schedule == BestFitSchedule::kTimeSweep) {
-      sweep.emplace(jobs, leaves_);
+    const bool sweep = schedule == BestFitSchedule::kTimeSweep;
+    if (sweep) {
+      sweep_.Start(jobs, rank_, leaves_);
       jobs.clear();
+    } else {
+      std::sort(jobs.begin(), jobs.end(), [&](const Job& a, const Job& b) {
+        return rank_[a.item] < rank_[b.item];
+      });
     }
     // (jobs, leaf): once the first `jobs` jobs are placed, every job
     // beginning before `leaf` is, so the unions of nodes ending by then
@@ -694,14 +706,13 @@ class BestFitEngine {
     size_t batches = 0;
     // Returns whether job k exists, sweeping on to it if need be.
     const auto exists = [&](size_t k) {
-      while (k >= jobs.size() && sweep.has_value() && !sweep->done() &&
-             status.ok()) {
+      while (k >= jobs.size() && sweep && !sweep_.done() && status.ok()) {
         if (!checkpoints.empty() && checkpoints.back().first == jobs.size()) {
-          checkpoints.back().second = sweep->YieldedBefore();
+          checkpoints.back().second = sweep_.YieldedBefore();
         } else {
-          checkpoints.emplace_back(jobs.size(), sweep->YieldedBefore());
+          checkpoints.emplace_back(jobs.size(), sweep_.YieldedBefore());
         }
-        sweep->Next(jobs, kSweepBatch);
+        sweep_.Next(jobs, kSweepBatch);
         if (batches++ % (kCheckInterval / kSweepBatch) == 0) {
           status = CheckOrder(context, stop);
         }
@@ -776,8 +787,12 @@ class BestFitEngine {
                item.size};
   }
 
-  // Returns the unpinned spatial items in `order`.
-  std::vector<OrderKey> Order(BestFitOrder order) const {
+  // Sets rank[i], for each unpinned spatial item i, to its rank in `order`:
+  // distinct keys below 2^63 whose ascending order is the order's (other
+  // items' are 0). Where the bits in which the items' OrderKeys differ fit
+  // in 63 with the item's index, the rank is those bits, packed: no sort.
+  // Else the OrderKeys are sorted and the rank is the position.
+  void Ranks(BestFitOrder order, std::vector<uint64_t>& rank) const {
     const std::vector<PlacementItem>& items = problem_.items;
     std::vector<uint64_t> contention;
     uint64_t peak = 0;
@@ -786,11 +801,11 @@ class BestFitEngine {
       contention = Contention();
       for (const uint64_t c : contention) peak = std::max(peak, c);
     }
-    std::vector<OrderKey> keys;
-    keys.reserve(items.size());
-    for (size_t i = 0; i < items.size(); ++i) {
+    const auto placed = [&](size_t i) {
+      return !items[i].pinned() && items[i].occupies();
+    };
+    const auto key_of = [&](size_t i) {
       const PlacementItem& item = items[i];
-      if (item.pinned() || !item.occupies()) continue;
       // Descending keys are complemented.
       const uint64_t size = ~Ordered(item.size);
       const uint64_t length = ~Ordered(item.live_range.length());
@@ -831,10 +846,54 @@ class BestFitEngine {
           break;
         }
       }
-      keys.push_back(key);
+      return key;
+    };
+    // The bits in which some two keys differ, per word: above the highest,
+    // all keys agree, so the bits below it order them.
+    uint64_t all[3] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
+    uint64_t any[3] = {0, 0, 0};
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!placed(i)) continue;
+      const OrderKey key = key_of(i);
+      const uint64_t words[3] = {key.a, key.b, key.c};
+      for (int w = 0; w < 3; ++w) {
+        all[w] &= words[w];
+        any[w] |= words[w];
+      }
+    }
+    const auto bit_width = [](uint64_t x) {
+      return x == 0 ? 0 : 64 - __builtin_clzll(x);
+    };
+    int width[3];
+    for (int w = 0; w < 3; ++w) width[w] = bit_width(all[w] ^ any[w]);
+    const int item_width = bit_width(items.size());
+    rank.assign(items.size(), 0);
+    if (width[0] + width[1] + width[2] + item_width <= 63) {
+      // The low `bits` bits of x, shifted up by `shift`.
+      const auto field = [](uint64_t x, int bits, int shift) {
+        return bits == 0 ? 0 : (x & (~uint64_t{0} >> (64 - bits))) << shift;
+      };
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (!placed(i)) continue;
+        const OrderKey key = key_of(i);
+        int shift = item_width;
+        uint64_t packed = i;
+        packed |= field(key.c, width[2], shift);
+        shift += width[2];
+        packed |= field(key.b, width[1], shift);
+        shift += width[1];
+        packed |= field(key.a, width[0], shift);
+        rank[i] = packed;
+      }
+      return;
+    }
+    std::vector<OrderKey> keys;
+    keys.reserve(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (placed(i)) keys.push_back(key_of(i));
     }
     SortKeys(keys);
-    return keys;
+    for (size_t r = 0; r < keys.size(); ++r) rank[keys[r].item] = r;
   }
 
   // Returns each item's contention (core/best_fit.h) in bytes; 0 for items
@@ -1141,6 +1200,10 @@ class BestFitEngine {
   size_t free_size_ = 0;
   std::vector<ByteInterval> next_free_;
   IntervalArena arena_;  // blocks of the nodes' unions
+  // Place's scratch, kept so that later orders reuse its memory.
+  std::vector<Job> jobs_;
+  std::vector<uint64_t> rank_;
+  TimeSweep sweep_;
   // In a sweep, the unions of nodes ending at or before this leaf are
   // released (ReleaseBefore).
   size_t released_before_ = 0;

@@ -509,6 +509,31 @@ TEST(BestFitPropertyTest, SparseTimesPlaceAsDenseOnes) {
   }
 }
 
+// With sizes, alignments and pinned offsets scaled by 2^24, the keys of
+// the contention orders no longer fit in 63 bits with the item's index, so
+// the engine ranks items by a sort rather than by packing their keys' bits
+// (the other orders still pack): both ways must match the reference.
+TEST(BestFitPropertyTest, WideKeysMatchTheReference) {
+  constexpr Bytes kScale = Bytes{1} << 24;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    PlacementProblem problem =
+        RandomPlacementProblem(seed, VariedPlacementOptions(seed));
+    for (PlacementItem& item : problem.items) {
+      item.size *= kScale;
+      item.alignment *= kScale;
+      if (item.pinned()) item.fixed_offset *= kScale;
+    }
+    for (const BestFitOrder order : kAllBestFitOrders) {
+      SCOPED_TRACE(absl::StrCat("seed ", seed, " order ",
+                                BestFitOrderName(order)));
+      absl::StatusOr<Placement> placement =
+          BestFitPlace(problem, order, PlanContext());
+      ASSERT_TRUE(placement.ok()) << placement.status();
+      ASSERT_EQ(placement->offsets, ReferenceBestFit(problem, order));
+    }
+  }
+}
+
 // The time sweep holds an item back until every item before it in the
 // order that overlaps it is placed, through chains that reach far in time:
 // here one long item comes last in size order and must wait for all, and
