@@ -542,6 +542,94 @@ class TimeSweep {
   std::vector<Entry> stack_;
 };
 
+// A node of BestFitEngine's tree above the leaves. One cache line: a visit
+// that needs only the spans reads nothing else.
+struct alignas(64) Node {
+  ByteUnion own;  // items stored here: each covers the node's span
+  ByteUnion sub;  // items stored here or below it
+};
+
+// Pages of a tree level: kPageNodes consecutive nodes of one level.
+constexpr size_t kPageLog2 = 6;
+constexpr size_t kPageNodes = size_t{1} << kPageLog2;
+
+// Pages of T (Node, or ByteUnion for leaves), all empty when taken: cut
+// from slabs of kSlabPages that are kept until the pool goes, and given
+// back once emptied.
+template <typename T>
+class PagePool {
+ public:
+  T* Take() {
+    if (free_.empty()) {
+      constexpr size_t kSlabPages = 16;
+      // Value-initialized: every union empty.
+      slabs_.push_back(std::make_unique<T[]>(kSlabPages * kPageNodes));
+      for (size_t p = kSlabPages; p-- > 0;) {
+        free_.push_back(slabs_.back().get() + p * kPageNodes);
+      }
+    }
+    T* const page = free_.back();
+    free_.pop_back();
+    return page;
+  }
+
+  // Takes back a page whose every element is T{}.
+  void Give(T* page) { free_.push_back(page); }
+
+ private:
+  std::vector<std::unique_ptr<T[]>> slabs_;
+  std::vector<T*> free_;
+};
+
+// One level of the tree: its nodes in pages, taken from `pool` when first
+// reached. Elements of pages not taken are empty.
+template <typename T>
+class PagedLevel {
+ public:
+  // `nodes`: the level's node count.
+  void Resize(size_t nodes) {
+    pages_.assign((nodes + kPageNodes - 1) >> kPageLog2, nullptr);
+  }
+
+  T& At(size_t j, PagePool<T>& pool) {
+    T*& page = pages_[j >> kPageLog2];
+    if (page == nullptr) page = pool.Take();
+    return page[j & (kPageNodes - 1)];
+  }
+
+  // Calls empty(node) on every taken node in [from, to), which must leave
+  // it T{}, and gives back the pages that end by `to`.
+  template <typename Empty>
+  void EmptyRange(size_t from, size_t to, PagePool<T>& pool, Empty empty) {
+    for (size_t p = from >> kPageLog2; p << kPageLog2 < to; ++p) {
+      T* const page = pages_[p];
+      if (page == nullptr) continue;
+      const size_t first = p << kPageLog2;
+      const size_t end = std::min(to, first + kPageNodes);
+      for (size_t j = std::max(from, first); j < end; ++j) {
+        empty(page[j - first]);
+      }
+      if (end == first + kPageNodes) {
+        pool.Give(page);
+        pages_[p] = nullptr;
+      }
+    }
+  }
+
+  // Empties every page taken and gives it back.
+  void Clear(PagePool<T>& pool) {
+    for (T*& page : pages_) {
+      if (page == nullptr) continue;
+      std::fill_n(page, kPageNodes, T{});
+      pool.Give(page);
+      page = nullptr;
+    }
+  }
+
+ private:
+  std::vector<T*> pages_;  // null: not taken
+};
+
 // Best-fit placement over a segment tree on (compressed) time.
 //
 // Time is cut into elementary intervals (leaves) at every begin and end.
@@ -570,7 +658,10 @@ class TimeSweep {
 // unions of nodes that every job left to place begins after are freed as
 // it goes (ReleaseBefore), so the arena holds the unions near the sweep,
 // not all of them, and reuses blocks still in cache: on the bench's 1M
-// random items the portfolio's peak memory fell from 887 to 449 MiB.
+// random items the portfolio's peak memory fell from 887 to 449 MiB. The
+// nodes themselves live in pages per level (PagedLevel), taken when the
+// sweep reaches them and given back once it has passed them, so that
+// they too are few and warm.
 class BestFitEngine {
  public:
   explicit BestFitEngine(const PlacementProblem& problem)
@@ -599,8 +690,11 @@ class BestFitEngine {
     while (read_levels_end_ < levels_ && (level_read_ >> read_levels_end_) != 0) {
       ++read_levels_end_;
     }
-    nodes_ = AllocateHuge<Node>(leaves_);
-    leaf_unions_ = AllocateHuge<ByteUnion>(leaves_);
+    leaf_level_.Resize(leaves_);
+    inner_levels_.resize(std::max(read_levels_end_, 1));
+    for (int level = 1; level < read_levels_end_; ++level) {
+      inner_levels_[level].Resize(leaves_ >> level);
+    }
   }
 
   // Cuts time into leaves at every begin and end of a spatial item: sets
@@ -665,8 +759,8 @@ class BestFitEngine {
       BestFitSchedule schedule = BestFitSchedule::kTimeSweep) {
     absl::Status status = CheckOrder(context, stop);
     if (!status.ok()) return status;
-    std::uninitialized_fill_n(nodes_.get(), leaves_, Node{});
-    std::uninitialized_fill_n(leaf_unions_.get(), leaves_, ByteUnion{});
+    leaf_level_.Clear(leaf_pool_);
+    for (PagedLevel<Node>& level : inner_levels_) level.Clear(node_pool_);
     arena_.Clear();
 
     const std::vector<PlacementItem>& items = problem_.items;
@@ -760,22 +854,17 @@ class BestFitEngine {
   struct NodeList {
     size_t canonical_count = 0;
     size_t ancestor_count = 0;
-    size_t canonical[128];
-    size_t ancestors[128];
-  };
-
-  // One cache line: a visit that needs only the spans reads nothing else.
-  struct alignas(64) Node {
-    ByteUnion own;  // items stored here: each covers the node's span
-    ByteUnion sub;  // items stored here or below; kept where level_read_
+    ByteUnion* sub[128];  // a canonical node's sub (a leaf's one union)
+    ByteUnion* own[128];  // its own; null for a leaf
+    Node* ancestors[128];
   };
 
   // Returns whether some item has a canonical node on `level`.
   bool LevelRead(int level) const { return ((level_read_ >> level) & 1) != 0; }
 
-  // Returns node v's sub (for a leaf, its one union).
-  ByteUnion& Sub(size_t v) const {
-    return v >= leaves_ ? leaf_unions_[v - leaves_] : nodes_[v].sub;
+  // Returns the node at heap index v on `level` (1 or more).
+  Node& InnerNode(size_t v, int level) {
+    return inner_levels_[level].At(v - (leaves_ >> level), node_pool_);
   }
 
   Job MakeJob(size_t i) const {
@@ -937,20 +1026,28 @@ class BestFitEngine {
   // Bottom-up, a canonical node taken on the left at some level has as its
   // ancestor, at every level above, the node just left of the remaining
   // range (l - 1); one taken on the right, the node just right of it (r).
-  void Decompose(const Job& job, NodeList& nodes) const {
+  void Decompose(const Job& job, NodeList& nodes) {
     nodes.canonical_count = 0;
     nodes.ancestor_count = 0;
+    int level = 0;
     const auto canonical = [&](size_t v) {
-      nodes.canonical[nodes.canonical_count++] = v;
+      const size_t k = nodes.canonical_count++;
+      if (level == 0) {
+        nodes.sub[k] = &leaf_level_.At(v - leaves_, leaf_pool_);
+        nodes.own[k] = nullptr;
+      } else {
+        Node& node = InnerNode(v, level);
+        nodes.sub[k] = &node.sub;
+        nodes.own[k] = &node.own;
+      }
     };
     const auto ancestor = [&](size_t v) {
-      nodes.ancestors[nodes.ancestor_count++] = v;
+      nodes.ancestors[nodes.ancestor_count++] = &InnerNode(v, level);
     };
     size_t l = job.first_leaf + leaves_;
     size_t r = job.end_leaf + leaves_;
     bool left = false;   // a canonical node was taken on the left
     bool right = false;  // ... on the right
-    int level = 0;
     for (; l < r; ++level, l >>= 1, r >>= 1) {
       if (LevelRead(level)) {
         if (left) ancestor(l - 1);
@@ -983,48 +1080,45 @@ class BestFitEngine {
     const Bytes lo = offset;
     const Bytes hi = offset + job.size;
     for (size_t k = 0; k < nodes.canonical_count; ++k) {
-      const size_t v = nodes.canonical[k];
-      if (v >= leaves_) {
-        AddToUnion(leaf_unions_[v - leaves_], lo, hi, arena_);
-        continue;
-      }
-      AddToUnion(nodes_[v].own, lo, hi, arena_);
-      AddToUnion(nodes_[v].sub, lo, hi, arena_);
+      if (nodes.own[k] != nullptr) AddToUnion(*nodes.own[k], lo, hi, arena_);
+      AddToUnion(*nodes.sub[k], lo, hi, arena_);
     }
     for (size_t k = 0; k < nodes.ancestor_count; ++k) {
-      AddToUnion(nodes_[nodes.ancestors[k]].sub, lo, hi, arena_);
+      AddToUnion(nodes.ancestors[k]->sub, lo, hi, arena_);
     }
   }
 
-  // Frees the blocks of the unions of every node whose span ends at or
-  // before `leaf`, once no job left to place reads or writes them (every
-  // job beginning before `leaf` is placed), so that the arena reuses them
-  // while they are still in cache. O(1) amortized a leaf.
+  // Empties every node whose span ends at or before `leaf`, once no job
+  // left to place reads or writes it (every job beginning before `leaf` is
+  // placed): its unions' blocks go back to the arena, which reuses them
+  // while they are still in cache, and its page, once every node of it is
+  // passed, to the pool. O(1) amortized a leaf.
   void ReleaseBefore(size_t leaf) {
+    if (leaf <= released_before_) return;
     const auto release = [&](ByteUnion& byte_union) {
       if (byte_union.size >= 2) {
         arena_.Release(byte_union.block, byte_union.capacity_log2);
       }
       byte_union = ByteUnion{};
     };
-    for (size_t j = released_before_; j < leaf; ++j) release(leaf_unions_[j]);
+    leaf_level_.EmptyRange(released_before_, leaf, leaf_pool_, release);
     for (int level = 1; level < read_levels_end_; ++level) {
-      const size_t first = leaves_ >> level;  // the level's first node
-      for (size_t j = released_before_ >> level; j < (leaf >> level); ++j) {
-        Node& node = nodes_[first + j];
-        release(node.own);
-        release(node.sub);
-      }
+      inner_levels_[level].EmptyRange(released_before_ >> level,
+                                      leaf >> level, node_pool_,
+                                      [&](Node& node) {
+                                        release(node.own);
+                                        release(node.sub);
+                                      });
     }
-    released_before_ = std::max(released_before_, leaf);
+    released_before_ = leaf;
   }
 
   void PrefetchNodes(const NodeList& nodes) const {
     for (size_t k = 0; k < nodes.canonical_count; ++k) {
-      __builtin_prefetch(&Sub(nodes.canonical[k]));
+      __builtin_prefetch(nodes.sub[k]);
     }
     for (size_t k = 0; k < nodes.ancestor_count; ++k) {
-      __builtin_prefetch(&nodes_[nodes.ancestors[k]]);
+      __builtin_prefetch(nodes.ancestors[k]);
     }
   }
 
@@ -1033,14 +1127,12 @@ class BestFitEngine {
   // before the job is placed costs a wasted prefetch, nothing else.
   void PrefetchBlocks(const NodeList& nodes) {
     for (size_t k = 0; k < nodes.canonical_count; ++k) {
-      const size_t v = nodes.canonical[k];
-      PrefetchBlock(Sub(v));
-      if (v < leaves_) PrefetchBlock(nodes_[v].own);
+      PrefetchBlock(*nodes.sub[k]);
+      if (nodes.own[k] != nullptr) PrefetchBlock(*nodes.own[k]);
     }
     for (size_t k = 0; k < nodes.ancestor_count; ++k) {
-      const Node& node = nodes_[nodes.ancestors[k]];
-      PrefetchBlock(node.own);
-      PrefetchBlock(node.sub);
+      PrefetchBlock(nodes.ancestors[k]->own);
+      PrefetchBlock(nodes.ancestors[k]->sub);
     }
   }
 
@@ -1060,10 +1152,10 @@ class BestFitEngine {
     // shrink soonest this way (12% faster than canonical nodes first on
     // the bench's 1M random items).
     for (size_t k = nodes.ancestor_count; k-- > 0;) {
-      Subtract(nodes_[nodes.ancestors[k]].own, job);
+      Subtract(nodes.ancestors[k]->own, job);
     }
     for (size_t k = nodes.canonical_count; k-- > 0;) {
-      Subtract(Sub(nodes.canonical[k]), job);
+      Subtract(*nodes.sub[k], job);
     }
 
     Bytes best_offset = -1;
@@ -1188,11 +1280,14 @@ class BestFitEngine {
   std::vector<uint32_t> end_leaf_;    // per item: one past its last leaf
   uint64_t level_read_ = 0;  // bit per level: a canonical node is there
   int read_levels_end_ = 0;  // 1 + the highest level read, 0 if none
-  // The tree in heap order, root 1: inner nodes 1 .. leaves_ - 1 here, and
-  // leaves leaves_ .. 2 * leaves_ - 1 in leaf_unions_, one union each (a
-  // leaf has no children, so own and sub are the same).
-  HugeArray<Node> nodes_;
-  HugeArray<ByteUnion> leaf_unions_;
+  // The tree in heap order, root 1, inner nodes 1 .. leaves_ - 1, leaves
+  // leaves_ .. 2 * leaves_ - 1, by level: the leaves in leaf_level_, one
+  // union each (a leaf has no children, so own and sub are the same), and
+  // the nodes of each level read above them in inner_levels_[level].
+  PagePool<ByteUnion> leaf_pool_;
+  PagePool<Node> node_pool_;
+  PagedLevel<ByteUnion> leaf_level_;
+  std::vector<PagedLevel<Node>> inner_levels_;
   // The nodes of the job being placed and of the next few, in a ring.
   std::vector<NodeList> lookahead_ = std::vector<NodeList>(kLookahead);
   // Scratch of BestOffset and Subtract: the free gaps are free_[0, free_size_).
