@@ -150,23 +150,24 @@ class IntervalArena {
 
   void Clear() {
     large_.clear();
-    for (std::vector<uint64_t>& free : free_) free.clear();
+    for (std::vector<ByteInterval*>& free : free_) free.clear();
     current_ = 0;
     used_ = 0;
   }
 
-  // Returns the index of a block of 2^capacity_log2 intervals.
-  uint64_t Allocate(uint32_t capacity_log2) {
-    std::vector<uint64_t>& free = free_[capacity_log2];
+  // Returns a block of 2^capacity_log2 intervals; it stays where it is
+  // until released or cleared.
+  ByteInterval* Allocate(uint32_t capacity_log2) {
+    std::vector<ByteInterval*>& free = free_[capacity_log2];
     if (!free.empty()) {
-      const uint64_t index = free.back();
+      ByteInterval* const block = free.back();
       free.pop_back();
-      return index;
+      return block;
     }
     const uint64_t capacity = uint64_t{1} << capacity_log2;
     if (capacity > chunk_intervals_) {
       large_.push_back(AllocateHuge<ByteInterval>(capacity));
-      return (kLarge + large_.size() - 1) << 32;
+      return large_.back().get();
     }
     if (used_ + capacity > chunk_intervals_) {
       ++current_;
@@ -175,30 +176,22 @@ class IntervalArena {
     if (current_ == shared_.size()) {
       shared_.push_back(AllocateHuge<ByteInterval>(chunk_intervals_));
     }
-    const uint64_t index = (current_ << 32) | used_;
+    ByteInterval* const block = shared_[current_].get() + used_;
     used_ += capacity;
-    return index;
+    return block;
   }
 
-  void Release(uint64_t index, uint32_t capacity_log2) {
-    free_[capacity_log2].push_back(index);
-  }
-
-  ByteInterval* at(uint64_t index) {
-    const uint64_t chunk = index >> 32;
-    ByteInterval* const first =
-        chunk < kLarge ? shared_[chunk].get() : large_[chunk - kLarge].get();
-    return first + (index & 0xffffffffu);
+  void Release(ByteInterval* block, uint32_t capacity_log2) {
+    free_[capacity_log2].push_back(block);
   }
 
  private:
   const uint64_t chunk_intervals_;
-  static constexpr uint64_t kLarge = uint64_t{1} << 31;  // large_'s ids
   std::vector<HugeArray<ByteInterval>> shared_;  // kept by Clear
   std::vector<HugeArray<ByteInterval>> large_;   // a block each
   uint64_t current_ = 0;  // the shared chunk blocks are cut from
   uint64_t used_ = 0;     // intervals of it handed out
-  std::vector<uint64_t> free_[64];  // by capacity_log2
+  std::vector<ByteInterval*> free_[64];  // by capacity_log2
 };
 
 // Returns the chunk size of an IntervalArena for `items` items: about 16
@@ -219,7 +212,7 @@ uint64_t ChunkIntervals(size_t items) {
 struct ByteUnion {
   // [first interval's lo, last interval's hi); with size 1, the interval.
   ByteInterval span = {0, 0};
-  uint64_t block = 0;          // arena index of the intervals; size >= 2
+  ByteInterval* block = nullptr;  // the intervals, from the arena; size >= 2
   uint32_t size = 0;           // number of intervals
   uint32_t capacity_log2 = 0;  // the block holds 2^capacity_log2
 
@@ -248,7 +241,7 @@ void AddToUnion(ByteUnion& byte_union, Bytes lo, Bytes hi,
                 IntervalArena& arena) {
   ByteUnion& u = byte_union;
   if (u.size == 0) {
-    u = ByteUnion{{lo, hi}, 0, 1, 0};
+    u = ByteUnion{{lo, hi}, nullptr, 1, 0};
     return;
   }
   if (u.size == 1) {
@@ -260,7 +253,7 @@ void AddToUnion(ByteUnion& byte_union, Bytes lo, Bytes hi,
     u.block = arena.Allocate(1);
     u.capacity_log2 = 1;
     u.size = 2;
-    ByteInterval* const intervals = arena.at(u.block);
+    ByteInterval* const intervals = u.block;
     const ByteInterval old{u.span.lo, u.span.hi};
     const ByteInterval added{lo, hi};
     intervals[0] = lo < old.lo ? added : old;
@@ -269,7 +262,7 @@ void AddToUnion(ByteUnion& byte_union, Bytes lo, Bytes hi,
     u.span.hi = intervals[1].hi;
     return;
   }
-  ByteInterval* intervals = arena.at(u.block);
+  ByteInterval* intervals = u.block;
   ByteInterval* const end = intervals + u.size;
   // The first interval that reaches lo: every one before it ends below lo.
   ByteInterval* const first = FirstEndingAfter(intervals, end, lo - 1);
@@ -286,8 +279,8 @@ void AddToUnion(ByteUnion& byte_union, Bytes lo, Bytes hi,
   } else {  // a new interval before `first`
     const size_t position = static_cast<size_t>(first - intervals);
     if (u.size == (uint32_t{1} << u.capacity_log2)) {
-      const uint64_t grown = arena.Allocate(u.capacity_log2 + 1);
-      ByteInterval* const copy = arena.at(grown);
+      ByteInterval* const grown = arena.Allocate(u.capacity_log2 + 1);
+      ByteInterval* const copy = grown;
       std::copy(intervals, intervals + position, copy);
       std::copy(intervals + position, intervals + u.size,
                 copy + position + 1);
@@ -306,7 +299,7 @@ void AddToUnion(ByteUnion& byte_union, Bytes lo, Bytes hi,
   u.span.hi = intervals[u.size - 1].hi;
   if (u.size == 1) {
     arena.Release(u.block, u.capacity_log2);
-    u.block = 0;
+    u.block = nullptr;
     u.capacity_log2 = 0;
   }
 }
@@ -1174,15 +1167,14 @@ class BestFitEngine {
 
   // Returns the intervals of a non-empty union.
   const ByteInterval* Intervals(const ByteUnion& byte_union) {
-    return byte_union.size == 1 ? &byte_union.span
-                                : arena_.at(byte_union.block);
+    return byte_union.size == 1 ? &byte_union.span : byte_union.block;
   }
 
   // Prefetches the first lines of a union's block.
   void PrefetchBlock(const ByteUnion& byte_union) {
     if (byte_union.size < 2) return;
     const char* const first =
-        reinterpret_cast<const char*>(arena_.at(byte_union.block));
+        reinterpret_cast<const char*>(byte_union.block);
     const size_t bytes =
         std::min<size_t>(byte_union.size, 16) * sizeof(ByteInterval);
     for (size_t line = 0; line < bytes; line += 64) {
