@@ -850,6 +850,7 @@ class BestFitEngine {
     ByteUnion* sub[128];  // a canonical node's sub (a leaf's one union)
     ByteUnion* own[128];  // its own; null for a leaf
     Node* ancestors[128];
+    size_t ancestor_starts[128];  // the first leaf of each one's span
   };
 
   // Returns whether some item has a canonical node on `level`.
@@ -1035,6 +1036,8 @@ class BestFitEngine {
       }
     };
     const auto ancestor = [&](size_t v) {
+      nodes.ancestor_starts[nodes.ancestor_count] = (v - (leaves_ >> level))
+                                                    << level;
       nodes.ancestors[nodes.ancestor_count++] = &InnerNode(v, level);
     };
     size_t l = job.first_leaf + leaves_;
@@ -1076,7 +1079,12 @@ class BestFitEngine {
       if (nodes.own[k] != nullptr) AddToUnion(*nodes.own[k], lo, hi, arena_);
       AddToUnion(*nodes.sub[k], lo, hi, arena_);
     }
+    // A node's sub is read only by jobs that cover its span, which begin
+    // at or before its first leaf; once every job beginning before
+    // released_before_ is placed, the subs of nodes starting before it are
+    // read no more.
     for (size_t k = 0; k < nodes.ancestor_count; ++k) {
+      if (nodes.ancestor_starts[k] < released_before_) continue;
       AddToUnion(nodes.ancestors[k]->sub, lo, hi, arena_);
     }
   }
