@@ -755,6 +755,7 @@ class BestFitEngine {
     leaf_level_.Clear(leaf_pool_);
     for (PagedLevel<Node>& level : inner_levels_) level.Clear(node_pool_);
     arena_.Clear();
+    released_before_ = 0;  // before any Insert, the pinned items' too
 
     const std::vector<PlacementItem>& items = problem_.items;
     Placement placement;
@@ -789,7 +790,6 @@ class BestFitEngine {
     // beginning before `leaf` is, so the unions of nodes ending by then
     // are read no more (ReleaseBefore).
     std::vector<std::pair<size_t, size_t>> checkpoints;
-    released_before_ = 0;
     size_t batches = 0;
     // Returns whether job k exists, sweeping on to it if need be.
     const auto exists = [&](size_t k) {
