@@ -83,8 +83,8 @@ struct ByteInterval {
   Bytes hi;
 };
 
-// Memory for the engine's arrays, which it reads at random. From 8 MiB
-// up, on Linux, it is mapped on its own and marked for transparent huge
+// Memory for the engine's interval blocks, which it reads at random. From
+// 8 MiB up, on Linux, it is mapped on its own and marked for transparent huge
 // pages, so that a read misses the TLB far less often than with 4 KiB
 // pages, and it goes back to the system when freed (malloc keeps large
 // freed blocks once its threshold has grown). Smaller arrays come from
@@ -195,8 +195,11 @@ class IntervalArena {
 };
 
 // Returns the chunk size of an IntervalArena for `items` items: about 16
-// intervals an item (what the engine's unions hold on large random
-// problems), a power of two from 2^10 (16 KiB) to 2^20 (16 MiB).
+// intervals an item (what the engine's unions hold at the end of an order
+// on large random problems when nothing is freed, as in the order
+// schedule), a power of two from 2^10 (16 KiB) to 2^20 (16 MiB). A time
+// sweep frees blocks as it goes and touches only the start of its first
+// chunk; mapped memory is faulted in only where touched.
 uint64_t ChunkIntervals(size_t items) {
   uint64_t intervals = uint64_t{1} << 10;
   while (intervals < (uint64_t{1} << 20) && intervals < 16 * items) {
@@ -773,7 +776,7 @@ class BestFitEngine {
     jobs.clear();
     jobs.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].pinned() && items[i].occupies()) jobs.push_back(MakeJob(i));
+      if (Placed(i)) jobs.push_back(MakeJob(i));
     }
     Ranks(order, rank_);
     // With a sweep, jobs fills as the loop below reaches its end.
@@ -861,6 +864,12 @@ class BestFitEngine {
     return inner_levels_[level].At(v - (leaves_ >> level), node_pool_);
   }
 
+  // Returns whether Place places item i by best fit: it occupies bytes
+  // over time and is not pinned.
+  bool Placed(size_t i) const {
+    return !problem_.items[i].pinned() && problem_.items[i].occupies();
+  }
+
   Job MakeJob(size_t i) const {
     const PlacementItem& item = problem_.items[i];
     return Job{static_cast<uint32_t>(i), first_leaf_[i], end_leaf_[i],
@@ -884,9 +893,6 @@ class BestFitEngine {
       contention = Contention();
       for (const uint64_t c : contention) peak = std::max(peak, c);
     }
-    const auto placed = [&](size_t i) {
-      return !items[i].pinned() && items[i].occupies();
-    };
     const auto key_of = [&](size_t i) {
       const PlacementItem& item = items[i];
       // Descending keys are complemented.
@@ -932,11 +938,12 @@ class BestFitEngine {
       return key;
     };
     // The bits in which some two keys differ, per word: above the highest,
-    // all keys agree, so the bits below it order them.
+    // all keys agree, so the bits below it order them. (The keys are made
+    // again below rather than kept: 32 bytes an item.)
     uint64_t all[3] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
     uint64_t any[3] = {0, 0, 0};
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!placed(i)) continue;
+      if (!Placed(i)) continue;
       const OrderKey key = key_of(i);
       const uint64_t words[3] = {key.a, key.b, key.c};
       for (int w = 0; w < 3; ++w) {
@@ -957,7 +964,7 @@ class BestFitEngine {
         return bits == 0 ? 0 : (x & (~uint64_t{0} >> (64 - bits))) << shift;
       };
       for (size_t i = 0; i < items.size(); ++i) {
-        if (!placed(i)) continue;
+        if (!Placed(i)) continue;
         const OrderKey key = key_of(i);
         int shift = item_width;
         uint64_t packed = i;
@@ -973,7 +980,7 @@ class BestFitEngine {
     std::vector<OrderKey> keys;
     keys.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
-      if (placed(i)) keys.push_back(key_of(i));
+      if (Placed(i)) keys.push_back(key_of(i));
     }
     SortKeys(keys);
     for (size_t r = 0; r < keys.size(); ++r) rank[keys[r].item] = r;
