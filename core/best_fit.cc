@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "absl/types/span.h"
 
 namespace memplan {
 namespace {
@@ -441,7 +442,7 @@ class TimeSweep {
   // Starts a sweep over `jobs`, in any order; `rank[job.item]`: its rank,
   // distinct and below 2^63; `leaves`: the engine's leaf count (every
   // job's leaves lie in [0, leaves)). Keeps the memory of the last sweep.
-  void Start(const std::vector<Job>& jobs, const std::vector<uint64_t>& rank,
+  void Start(absl::Span<const Job> jobs, const std::vector<uint64_t>& rank,
              size_t leaves) {
     leaf_start_.assign(leaves + 1, 0);
     for (const Job& job : jobs) ++leaf_start_[job.first_leaf + 1];
@@ -807,11 +808,14 @@ class BestFitEngine {
       if (Placed(i)) jobs.push_back(MakeJob(i));
     }
     Ranks(order, rank_);
-    // With a sweep, jobs fills as the loop below reaches its end.
-    const bool sweep = schedule == BestFitSchedule::kTimeSweep;
+    // With a sweep, jobs fills as the loop below reaches its end, after
+    // the jobs PeakFirst puts first.
+    const bool sweep = schedule != BestFitSchedule::kOrder;
     if (sweep) {
-      sweep_.Start(jobs, rank_, leaves_);
-      jobs.clear();
+      const size_t first =
+          schedule == BestFitSchedule::kPeakFirst ? PeakFirst(jobs) : 0;
+      sweep_.Start(absl::MakeConstSpan(jobs).subspan(first), rank_, leaves_);
+      jobs.resize(first);
     } else {
       std::sort(jobs.begin(), jobs.end(), [&](const Job& a, const Job& b) {
         return rank_[a.item] < rank_[b.item];
@@ -1020,18 +1024,9 @@ class BestFitEngine {
   // range-maximum tree over the leaves the maximum over each live range.
   std::vector<uint64_t> Contention() const {
     const std::vector<PlacementItem>& items = problem_.items;
-    std::vector<Bytes> delta(leaves_ + 1, 0);
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].occupies()) continue;
-      delta[first_leaf_[i]] += items[i].size;
-      delta[end_leaf_[i]] -= items[i].size;
-    }
     std::vector<Bytes> max_load(2 * leaves_, 0);
-    Bytes load = 0;
-    for (size_t leaf = 0; leaf < leaves_; ++leaf) {
-      load += delta[leaf];
-      max_load[leaves_ + leaf] = load;
-    }
+    const std::vector<Bytes> loads = LeafLoads();
+    std::copy(loads.begin(), loads.end(), max_load.begin() + leaves_);
     for (size_t v = leaves_ - 1; v >= 1; --v) {
       max_load[v] = std::max(max_load[2 * v], max_load[2 * v + 1]);
     }
@@ -1048,6 +1043,93 @@ class BestFitEngine {
       contention[i] = static_cast<uint64_t>(most);
     }
     return contention;
+  }
+
+  // Returns the bytes of the items live during each leaf, by leaf
+  // (leaves_ of them; 0 past the last leaf in use).
+  std::vector<Bytes> LeafLoads() const {
+    const std::vector<PlacementItem>& items = problem_.items;
+    std::vector<Bytes> loads(leaves_ + 1, 0);  // first the changes
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].occupies()) continue;
+      loads[first_leaf_[i]] += items[i].size;
+      loads[end_leaf_[i]] -= items[i].size;
+    }
+    for (size_t leaf = 1; leaf < leaves_; ++leaf) loads[leaf] += loads[leaf - 1];
+    loads.pop_back();
+    return loads;
+  }
+
+  // Moves to the front of `jobs` (listed by item, ranks set), in rank
+  // order, the jobs covering the first leaf of highest load and every job
+  // they wait for: the set closed under "overlaps a job of the set and
+  // ranks below it" (BestFitSchedule::kPeakFirst). Returns how many; 0,
+  // leaving `jobs` as it is, where the set would hold more than half of
+  // them (placing it first then gains little).
+  //
+  // Taken by falling rank, a job belongs to the set if it covers the peak
+  // leaf or overlaps a job of the set already taken (all of which rank
+  // above it). The set's jobs all meet at the peak or through each other,
+  // so the leaves they cover form one run [lo, hi), and "overlaps a job of
+  // the set" is "overlaps [lo, hi)": one pass over the jobs by falling
+  // rank. Only jobs meeting a window around the peak are passed over; a set
+  // reaching the window's edge may have missed jobs beyond it, so the
+  // window then doubles and the pass is made again. O(n + m log m) a
+  // pass, m jobs meeting the window; O(log n) passes.
+  size_t PeakFirst(std::vector<Job>& jobs) {
+    const std::vector<Bytes> loads = LeafLoads();
+    const uint32_t peak = static_cast<uint32_t>(
+        std::max_element(loads.begin(), loads.end()) - loads.begin());
+    std::vector<uint32_t> candidates;  // indices into jobs
+    std::vector<uint32_t> set;         // by falling rank
+    uint32_t window_lo = peak;
+    uint32_t window_hi = peak + 1;
+    for (;;) {
+      candidates.clear();
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        if (jobs[j].first_leaf < window_hi && jobs[j].end_leaf > window_lo) {
+          candidates.push_back(static_cast<uint32_t>(j));
+        }
+      }
+      if (candidates.size() > jobs.size() / 2) return 0;
+      std::sort(candidates.begin(), candidates.end(),
+                [&](uint32_t a, uint32_t b) {
+                  return rank_[jobs[a].item] > rank_[jobs[b].item];
+                });
+      set.clear();
+      uint32_t lo = 0;
+      uint32_t hi = 0;  // [lo, hi): the leaves the set covers
+      for (const uint32_t j : candidates) {
+        const Job& job = jobs[j];
+        const bool covers_peak = job.first_leaf <= peak && peak < job.end_leaf;
+        const bool meets = !set.empty() && job.first_leaf < hi && lo < job.end_leaf;
+        if (!covers_peak && !meets) continue;
+        lo = set.empty() ? job.first_leaf : std::min(lo, job.first_leaf);
+        hi = set.empty() ? job.end_leaf : std::max(hi, job.end_leaf);
+        set.push_back(j);
+      }
+      if (set.empty()) return 0;
+      if (window_lo <= lo && hi <= window_hi) break;
+      // Twice as far from the peak as the set reaches, on each side.
+      window_lo = lo < window_lo ? lo - std::min(lo, peak - lo) : window_lo;
+      window_hi = hi > window_hi
+                      ? static_cast<uint32_t>(std::min<uint64_t>(
+                            leaves_, uint64_t{hi} + (hi - peak)))
+                      : window_hi;
+    }
+    std::vector<Job> front;
+    front.reserve(set.size());
+    std::vector<bool> in_set(jobs.size(), false);
+    for (size_t k = set.size(); k-- > 0;) {
+      front.push_back(jobs[set[k]]);
+      in_set[set[k]] = true;
+    }
+    size_t rest = jobs.size();
+    for (size_t j = jobs.size(); j-- > 0;) {  // the others, in their order
+      if (!in_set[j]) jobs[--rest] = jobs[j];
+    }
+    std::copy(front.begin(), front.end(), jobs.begin());
+    return front.size();
   }
 
   // Sets `nodes` to the job's canonical nodes (on kept levels) and to
@@ -1590,9 +1672,15 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
       if (k > 0 && absl::Now() >= stop_after) break;
       PlanContext order_context = context;
       if (k > 0 && stops_early) order_context.deadline = stop_after;
+      // With a height to beat, the time of the highest load goes first:
+      // an order that cannot win is found out there soonest.
+      const BestFitSchedule schedule =
+          ceiling.load() < std::numeric_limits<Bytes>::max()
+              ? BestFitSchedule::kPeakFirst
+              : BestFitSchedule::kTimeSweep;
       absl::StatusOr<Placement> placement = PlaceOneOrder(
           problem, kAllBestFitOrders[k], order_context,
-          OrderStop{&abandoned[k], &ceiling}, engine);
+          OrderStop{&abandoned[k], &ceiling}, engine, schedule);
       if (!placement.ok()) {
         if (absl::IsAborted(placement.status()) ||
             cut_short(k, placement.status())) {

@@ -79,6 +79,17 @@ enum class BestFitSchedule {
   // (2x at 100,000 items) and, on large ones, about half the memory, so
   // it is the default.
   kTimeSweep,
+  // First the items at the time of the highest load (the first such leaf
+  // of the engine's tree) and every item they wait for through chains of
+  // overlapping, earlier items (the set closed under "overlaps and comes
+  // earlier in the order", placed in the order), then the rest as in
+  // kTimeSweep. The height an order reaches is mostly decided at that
+  // time, so an order that cannot win (BestFitPortfolio) is found out after
+  // placing that set alone: on the bench's 1,000,000 random items 0.2 to
+  // 2.5% of the items, where the sweep from the start places 4 to 33%
+  // first. Finding the set costs O(n) a doubling of its time span; where
+  // it spans more than an eighth of the items, this is kTimeSweep.
+  kPeakFirst,
 };
 
 // Returns "size", "length", "area", "program", "contention" or

@@ -421,7 +421,8 @@ TEST(BestFitPropertyTest, ValidAboveTheBoundDeterministicAndAsSpecified) {
       EXPECT_EQ(*again, *placement);
       ASSERT_EQ(placement->offsets, ReferenceBestFit(problem, order));
       for (const BestFitSchedule schedule :
-           {BestFitSchedule::kOrder, BestFitSchedule::kTimeSweep}) {
+           {BestFitSchedule::kOrder, BestFitSchedule::kTimeSweep,
+            BestFitSchedule::kPeakFirst}) {
         absl::StatusOr<Placement> scheduled =
             BestFitPlace(problem, order, PlanContext(), schedule);
         ASSERT_TRUE(scheduled.ok()) << scheduled.status();
@@ -489,7 +490,8 @@ TEST(BestFitPropertyTest, LargerProblemsMatchTheReference) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     const PlacementProblem problem = RandomPlacementProblem(seed, options);
     ExpectEveryOrderMatchesTheReference(
-        problem, {BestFitSchedule::kOrder, BestFitSchedule::kTimeSweep});
+        problem, {BestFitSchedule::kOrder, BestFitSchedule::kTimeSweep,
+                  BestFitSchedule::kPeakFirst});
     if (HasFatalFailure()) return;
     // One thread: one engine places every order in turn, so what an order
     // leaves in it must not change the next one's placement.
@@ -542,8 +544,8 @@ TEST(BestFitPropertyTest, WideKeysMatchTheReference) {
       if (item.pinned()) item.fixed_offset *= kScale;
     }
     SCOPED_TRACE(absl::StrCat("seed ", seed));
-    ExpectEveryOrderMatchesTheReference(problem,
-                                        {BestFitSchedule::kTimeSweep});
+    ExpectEveryOrderMatchesTheReference(
+        problem, {BestFitSchedule::kTimeSweep, BestFitSchedule::kPeakFirst});
     if (HasFatalFailure()) return;
   }
 }
@@ -562,12 +564,48 @@ TEST(BestFitPlaceTest, TimeSweepWaitsForEarlierOverlappingItems) {
     problem.items.push_back(
         PlacementItem{LiveRange{900 + i, 900 + i + 2}, Bytes{1000 - i}});
   }
-  for (const BestFitOrder order : kAllBestFitOrders) {
-    SCOPED_TRACE(BestFitOrderName(order));
-    absl::StatusOr<Placement> sweep = BestFitPlace(
-        problem, order, PlanContext(), BestFitSchedule::kTimeSweep);
-    ASSERT_TRUE(sweep.ok()) << sweep.status();
-    EXPECT_EQ(sweep->offsets, ReferenceBestFit(problem, order));
+  ExpectEveryOrderMatchesTheReference(
+      problem, {BestFitSchedule::kTimeSweep, BestFitSchedule::kPeakFirst});
+}
+
+// kPeakFirst places the items at the time of the highest load, and those
+// they wait for, before the rest. Here the load peaks at the left end,
+// where the items wait, in size order, for a staircase of ever larger
+// items that reaches far to the right (so the set's window must double
+// many times), while many items further right wait for none of them (so
+// the set is well under half of the items and is placed first).
+TEST(BestFitPlaceTest, PeakFirstFollowsChainsFarFromThePeak) {
+  PlacementProblem problem;
+  for (int i = 0; i < 20; ++i) {
+    problem.items.push_back(PlacementItem{LiveRange{0, 2}, Bytes{5 + i}});
+  }
+  for (int i = 0; i < 200; ++i) {  // each overlaps the next, larger one
+    problem.items.push_back(
+        PlacementItem{LiveRange{1 + 3 * i, 1 + 3 * i + 5}, Bytes{30 + i}});
+  }
+  for (int i = 0; i < 600; ++i) {
+    problem.items.push_back(
+        PlacementItem{LiveRange{1000 + i, 1000 + i + 3}, Bytes{1 + i % 7}});
+  }
+  ExpectEveryOrderMatchesTheReference(
+      problem, {BestFitSchedule::kTimeSweep, BestFitSchedule::kPeakFirst});
+}
+
+// Long timelines of short items, where the set kPeakFirst places first is
+// a small part of the problem, with alignments and pinned items.
+TEST(BestFitPropertyTest, PeakFirstMatchesTheReferenceOnLongTimelines) {
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    RandomPlacementOptions options;
+    options.num_items = 3000;
+    options.horizon = 3000;
+    options.max_length_log2 = 6;
+    options.max_alignment_log2 = seed % 2 == 0 ? 0 : 6;
+    options.pinned_fraction = seed % 3 == 0 ? 0.01 : 0.0;
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    ExpectEveryOrderMatchesTheReference(
+        RandomPlacementProblem(seed, options),
+        {BestFitSchedule::kPeakFirst});
+    if (HasFatalFailure()) return;
   }
 }
 
