@@ -24,7 +24,6 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "absl/types/span.h"
 
 namespace memplan {
 namespace {
@@ -442,7 +441,7 @@ class TimeSweep {
   // Starts a sweep over `jobs`, in any order; `rank[job.item]`: its rank,
   // distinct and below 2^63; `leaves`: the engine's leaf count (every
   // job's leaves lie in [0, leaves)). Keeps the memory of the last sweep.
-  void Start(absl::Span<const Job> jobs, const std::vector<uint64_t>& rank,
+  void Start(const std::vector<Job>& jobs, const std::vector<uint64_t>& rank,
              size_t leaves) {
     leaf_start_.assign(leaves + 1, 0);
     for (const Job& job : jobs) ++leaf_start_[job.first_leaf + 1];
@@ -476,6 +475,68 @@ class TimeSweep {
     return static_cast<size_t>(
         std::upper_bound(leaf_start_.begin(), leaf_start_.end(), taken) -
         leaf_start_.begin() - 1);
+  }
+
+  // Appends to `out`, in rank order, the jobs covering leaf `peak` and
+  // every job they wait for: the set closed under "overlaps a job of the
+  // set and ranks below it" (BestFitSchedule::kPeakFirst); the sweep then
+  // passes over them. Call it first, if at all. `max_span`: no job covers
+  // more leaves. Appends nothing where the set would hold more than half
+  // of the jobs (placing it first then gains little).
+  //
+  // Taken by falling rank, a job belongs to the set if it covers the peak
+  // or overlaps a job of the set already taken (all of which rank above
+  // it). The set's jobs all meet at the peak or through each other, so
+  // the leaves they cover form one run [lo, hi), and "overlaps a job of
+  // the set" is "overlaps [lo, hi)": one pass over the jobs by falling
+  // rank. Only the jobs meeting a window around the peak are passed over
+  // (a run of the layout, less those ending before the window); a set that
+  // reaches past the window's edge may have missed jobs beyond it, so the
+  // window then grows to twice the set's reach and the pass is made again.
+  // O(m log m) a pass, m jobs in the run, O(log n) passes.
+  void NextPeakFirst(uint32_t peak, uint32_t max_span, std::vector<Job>& out) {
+    std::vector<uint32_t> candidates;  // places in the layout
+    std::vector<uint32_t> set;         // places, by falling rank
+    uint32_t window_lo = peak;
+    uint32_t window_hi = peak + 1;
+    for (;;) {
+      candidates.clear();
+      // Jobs meeting the window begin after window_lo - max_span.
+      const uint32_t from =
+          leaf_start_[window_lo - std::min(window_lo, max_span - 1)];
+      for (uint32_t place = from; place < leaf_start_[window_hi]; ++place) {
+        if (laid_[place].end_leaf > window_lo) candidates.push_back(place);
+      }
+      if (candidates.size() > laid_.size() / 2) return;
+      std::sort(candidates.begin(), candidates.end(),
+                [&](uint32_t a, uint32_t b) {
+                  return tree_[width_ + a] > tree_[width_ + b];
+                });
+      set.clear();
+      uint32_t lo = 0;
+      uint32_t hi = 0;  // [lo, hi): the leaves the set covers
+      for (const uint32_t place : candidates) {
+        const Job& job = laid_[place];
+        const bool covers_peak = job.first_leaf <= peak && peak < job.end_leaf;
+        const bool meets =
+            !set.empty() && job.first_leaf < hi && lo < job.end_leaf;
+        if (!covers_peak && !meets) continue;
+        lo = set.empty() ? job.first_leaf : std::min(lo, job.first_leaf);
+        hi = set.empty() ? job.end_leaf : std::max(hi, job.end_leaf);
+        set.push_back(place);
+      }
+      if (set.empty() || (window_lo <= lo && hi <= window_hi)) break;
+      // Twice as far from the peak as the set reaches, on each side.
+      if (lo < window_lo) window_lo = lo - std::min(lo, peak - lo);
+      if (hi > window_hi) {
+        window_hi = static_cast<uint32_t>(std::min<uint64_t>(
+            leaf_start_.size() - 1, uint64_t{hi} + (hi - peak)));
+      }
+    }
+    for (size_t k = set.size(); k-- > 0;) {
+      out.push_back(laid_[set[k]]);
+      Take(set[k]);
+    }
   }
 
   // Appends the next jobs in the sweep to `out`, taking at most `steps`
@@ -702,6 +763,7 @@ class BestFitEngine {
     level_read_ = 0;
     for (size_t i = 0; i < items.size(); ++i) {
       if (!items[i].occupies()) continue;
+      max_span_ = std::max(max_span_, end_leaf_[i] - first_leaf_[i]);
       size_t l = first_leaf_[i] + leaves_;
       size_t r = end_leaf_[i] + leaves_;
       for (int level = 0; l < r; ++level, l >>= 1, r >>= 1) {
@@ -809,13 +871,14 @@ class BestFitEngine {
     }
     Ranks(order, rank_);
     // With a sweep, jobs fills as the loop below reaches its end, after
-    // the jobs PeakFirst puts first.
+    // the peak's set with kPeakFirst.
     const bool sweep = schedule != BestFitSchedule::kOrder;
     if (sweep) {
-      const size_t first =
-          schedule == BestFitSchedule::kPeakFirst ? PeakFirst(jobs) : 0;
-      sweep_.Start(absl::MakeConstSpan(jobs).subspan(first), rank_, leaves_);
-      jobs.resize(first);
+      sweep_.Start(jobs, rank_, leaves_);
+      jobs.clear();
+      if (schedule == BestFitSchedule::kPeakFirst) {
+        sweep_.NextPeakFirst(PeakLeaf(), max_span_, jobs);
+      }
     } else {
       std::sort(jobs.begin(), jobs.end(), [&](const Job& a, const Job& b) {
         return rank_[a.item] < rank_[b.item];
@@ -1045,6 +1108,16 @@ class BestFitEngine {
     return contention;
   }
 
+  // Returns the first leaf of highest load, computed once.
+  uint32_t PeakLeaf() {
+    if (!peak_leaf_.has_value()) {
+      const std::vector<Bytes> loads = LeafLoads();
+      peak_leaf_ = static_cast<uint32_t>(
+          std::max_element(loads.begin(), loads.end()) - loads.begin());
+    }
+    return *peak_leaf_;
+  }
+
   // Returns the bytes of the items live during each leaf, by leaf
   // (leaves_ of them; 0 past the last leaf in use).
   std::vector<Bytes> LeafLoads() const {
@@ -1058,78 +1131,6 @@ class BestFitEngine {
     for (size_t leaf = 1; leaf < leaves_; ++leaf) loads[leaf] += loads[leaf - 1];
     loads.pop_back();
     return loads;
-  }
-
-  // Moves to the front of `jobs` (listed by item, ranks set), in rank
-  // order, the jobs covering the first leaf of highest load and every job
-  // they wait for: the set closed under "overlaps a job of the set and
-  // ranks below it" (BestFitSchedule::kPeakFirst). Returns how many; 0,
-  // leaving `jobs` as it is, where the set would hold more than half of
-  // them (placing it first then gains little).
-  //
-  // Taken by falling rank, a job belongs to the set if it covers the peak
-  // leaf or overlaps a job of the set already taken (all of which rank
-  // above it). The set's jobs all meet at the peak or through each other,
-  // so the leaves they cover form one run [lo, hi), and "overlaps a job of
-  // the set" is "overlaps [lo, hi)": one pass over the jobs by falling
-  // rank. Only jobs meeting a window around the peak are passed over; a set
-  // reaching the window's edge may have missed jobs beyond it, so the
-  // window then doubles and the pass is made again. O(n + m log m) a
-  // pass, m jobs meeting the window; O(log n) passes.
-  size_t PeakFirst(std::vector<Job>& jobs) {
-    const std::vector<Bytes> loads = LeafLoads();
-    const uint32_t peak = static_cast<uint32_t>(
-        std::max_element(loads.begin(), loads.end()) - loads.begin());
-    std::vector<uint32_t> candidates;  // indices into jobs
-    std::vector<uint32_t> set;         // by falling rank
-    uint32_t window_lo = peak;
-    uint32_t window_hi = peak + 1;
-    for (;;) {
-      candidates.clear();
-      for (size_t j = 0; j < jobs.size(); ++j) {
-        if (jobs[j].first_leaf < window_hi && jobs[j].end_leaf > window_lo) {
-          candidates.push_back(static_cast<uint32_t>(j));
-        }
-      }
-      if (candidates.size() > jobs.size() / 2) return 0;
-      std::sort(candidates.begin(), candidates.end(),
-                [&](uint32_t a, uint32_t b) {
-                  return rank_[jobs[a].item] > rank_[jobs[b].item];
-                });
-      set.clear();
-      uint32_t lo = 0;
-      uint32_t hi = 0;  // [lo, hi): the leaves the set covers
-      for (const uint32_t j : candidates) {
-        const Job& job = jobs[j];
-        const bool covers_peak = job.first_leaf <= peak && peak < job.end_leaf;
-        const bool meets = !set.empty() && job.first_leaf < hi && lo < job.end_leaf;
-        if (!covers_peak && !meets) continue;
-        lo = set.empty() ? job.first_leaf : std::min(lo, job.first_leaf);
-        hi = set.empty() ? job.end_leaf : std::max(hi, job.end_leaf);
-        set.push_back(j);
-      }
-      if (set.empty()) return 0;
-      if (window_lo <= lo && hi <= window_hi) break;
-      // Twice as far from the peak as the set reaches, on each side.
-      window_lo = lo < window_lo ? lo - std::min(lo, peak - lo) : window_lo;
-      window_hi = hi > window_hi
-                      ? static_cast<uint32_t>(std::min<uint64_t>(
-                            leaves_, uint64_t{hi} + (hi - peak)))
-                      : window_hi;
-    }
-    std::vector<Job> front;
-    front.reserve(set.size());
-    std::vector<bool> in_set(jobs.size(), false);
-    for (size_t k = set.size(); k-- > 0;) {
-      front.push_back(jobs[set[k]]);
-      in_set[set[k]] = true;
-    }
-    size_t rest = jobs.size();
-    for (size_t j = jobs.size(); j-- > 0;) {  // the others, in their order
-      if (!in_set[j]) jobs[--rest] = jobs[j];
-    }
-    std::copy(front.begin(), front.end(), jobs.begin());
-    return front.size();
   }
 
   // Sets `nodes` to the job's canonical nodes (on kept levels) and to
@@ -1407,6 +1408,8 @@ class BestFitEngine {
   std::vector<uint32_t> end_leaf_;    // per item: one past its last leaf
   uint64_t level_read_ = 0;  // bit per level: a canonical node is there
   int read_levels_end_ = 0;  // 1 + the highest level read, 0 if none
+  uint32_t max_span_ = 0;    // the most leaves an item covers
+  std::optional<uint32_t> peak_leaf_;  // PeakLeaf's, once computed
   // The tree in heap order, root 1, inner nodes 1 .. leaves_ - 1, leaves
   // leaves_ .. 2 * leaves_ - 1, by level: the leaves in leaf_level_, one
   // union each (a leaf has no children, so own and sub are the same), and
