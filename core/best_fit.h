@@ -129,9 +129,10 @@ absl::StatusOr<Placement> BestFitPlace(
 // `*winner` (when not null) to that order. Stops early once an order
 // reaches PlacementLowerBound, and stops an order once its height so far
 // exceeds one that another order finished with (heights only grow as
-// items are placed, so it cannot win). Returns DEADLINE_EXCEEDED or CANCELLED when
-// `context` says so, or the first error of an order. As XLA's
-// ChooseBestHeapAlgorithm.
+// items are placed, so it cannot win); an order that starts with such a
+// height to beat runs with BestFitSchedule::kPeakFirst, where that is found
+// out soonest. Returns DEADLINE_EXCEEDED or CANCELLED when `context` says
+// so, or the first error of an order. As XLA's ChooseBestHeapAlgorithm.
 // With `stop_after` set, the portfolio is an anytime step (auto's time
 // budget): the first order runs to the end, later ones stop at that time,
 // and the best finished placement is returned.
