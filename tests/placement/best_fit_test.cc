@@ -477,14 +477,17 @@ void ExpectEveryOrderMatchesTheReference(
   }
 }
 
-// Larger problems with long and short ranges mixed, so that items reach
-// many levels of the engine's tree.
+// Larger problems, with alignments and pinned items: long and short
+// ranges mixed, so that items reach many levels of the engine's tree
+// (seeds below 20), and long timelines of short items, where the set
+// kPeakFirst places first is a small part of the problem (from 20).
 TEST(BestFitPropertyTest, LargerProblemsMatchTheReference) {
-  for (uint64_t seed = 0; seed < 20; ++seed) {
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    const bool long_timeline = seed >= 20;
     RandomPlacementOptions options;
-    options.num_items = 2000;
-    options.horizon = 500;
-    options.max_length_log2 = 9;
+    options.num_items = long_timeline ? 3000 : 2000;
+    options.horizon = long_timeline ? 3000 : 500;
+    options.max_length_log2 = long_timeline ? 6 : 9;
     options.max_alignment_log2 = seed % 2 == 0 ? 0 : 8;
     options.pinned_fraction = seed % 3 == 0 ? 0.01 : 0.0;
     SCOPED_TRACE(absl::StrCat("seed ", seed));
@@ -589,24 +592,6 @@ TEST(BestFitPlaceTest, PeakFirstFollowsChainsFarFromThePeak) {
   }
   ExpectEveryOrderMatchesTheReference(
       problem, {BestFitSchedule::kTimeSweep, BestFitSchedule::kPeakFirst});
-}
-
-// Long timelines of short items, where the set kPeakFirst places first is
-// a small part of the problem, with alignments and pinned items.
-TEST(BestFitPropertyTest, PeakFirstMatchesTheReferenceOnLongTimelines) {
-  for (uint64_t seed = 0; seed < 20; ++seed) {
-    RandomPlacementOptions options;
-    options.num_items = 3000;
-    options.horizon = 3000;
-    options.max_length_log2 = 6;
-    options.max_alignment_log2 = seed % 2 == 0 ? 0 : 6;
-    options.pinned_fraction = seed % 3 == 0 ? 0.01 : 0.0;
-    SCOPED_TRACE(absl::StrCat("seed ", seed));
-    ExpectEveryOrderMatchesTheReference(
-        RandomPlacementProblem(seed, options),
-        {BestFitSchedule::kPeakFirst});
-    if (HasFatalFailure()) return;
-  }
 }
 
 }  // namespace
