@@ -1462,15 +1462,7 @@ class ProgramOrderSweep {
     const std::vector<PlacementItem>& items = problem_.items;
     Placement placement;
     placement.offsets.assign(items.size(), 0);
-    std::vector<std::pair<Timestep, uint32_t>> order;  // (begin, item)
-    order.reserve(items.size());
-    for (size_t i = 0; i < items.size(); ++i) {
-      const PlacementItem& item = items[i];
-      if (item.occupies()) {
-        order.emplace_back(item.live_range.begin, static_cast<uint32_t>(i));
-      }
-    }
-    std::sort(order.begin(), order.end());
+    const std::vector<uint32_t> order = ItemsByBegin();
     // Live items by end, soonest first: (end, offset).
     std::priority_queue<std::pair<Timestep, Bytes>,
                         std::vector<std::pair<Timestep, Bytes>>,
@@ -1482,7 +1474,8 @@ class ProgramOrderSweep {
         status = CheckOrder(context, stop);
         if (!status.ok()) return status;
       }
-      const auto [begin, i] = order[k];
+      const uint32_t i = order[k];
+      const Timestep begin = items[i].live_range.begin;
       while (!ends.empty() && ends.top().first <= begin) {
         Remove(ends.top().second);
         ends.pop();
@@ -1500,6 +1493,40 @@ class ProgramOrderSweep {
   }
 
  private:
+  // Returns the items that occupy bytes over time by (begin, index): where
+  // the times are dense (SpatialTimes::dense), a count of the items
+  // beginning at each time places them in O(n + span); else a sort does.
+  std::vector<uint32_t> ItemsByBegin() const {
+    const std::vector<PlacementItem>& items = problem_.items;
+    std::vector<uint32_t> order;
+    order.reserve(items.size());
+    const SpatialTimes times = FindSpatialTimes(problem_);
+    if (!times.dense()) {
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].occupies()) order.push_back(static_cast<uint32_t>(i));
+      }
+      std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        const Timestep begin_a = items[a].live_range.begin;
+        const Timestep begin_b = items[b].live_range.begin;
+        return begin_a != begin_b ? begin_a < begin_b : a < b;
+      });
+      return order;
+    }
+    // first[t - lo]: the items beginning at t, then the first slot of them.
+    std::vector<uint32_t> first(times.span() + 1, 0);
+    for (const PlacementItem& item : items) {
+      if (item.occupies()) ++first[times.at(item.live_range.begin) + 1];
+    }
+    for (size_t t = 1; t < first.size(); ++t) first[t] += first[t - 1];
+    order.resize(first.back());
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].occupies()) continue;
+      order[first[times.at(items[i].live_range.begin)]++] =
+          static_cast<uint32_t>(i);
+    }
+    return order;
+  }
+
   // Returns the top of the live items: the end of the highest one, or 0.
   Bytes Top() const { return live_.empty() ? 0 : std::prev(live_.end())->hi; }
 
