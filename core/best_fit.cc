@@ -360,38 +360,46 @@ struct OrderKey {
   }
 };
 
-// Sorts `keys`, listed by ascending item, into OrderKey's order: a least
-// significant digit first radix sort over (c, b, a) in 11-bit digits, each
-// pass stable, so that ties keep the item order. Digits that every key
-// shares are skipped: the orders' keys are sizes, lengths and products of
-// them, so most digits are. O(n) a digit that differs.
-void SortKeys(std::vector<OrderKey>& keys) {
+// A key of at most 64 bits and its item, sorted by (key, item).
+struct PackedKey {
+  uint64_t key;
+  uint32_t item;
+};
+
+// Sorts `keys`, listed by ascending item, by their words from the most
+// significant down (`word(key, w)`: word w of kWords, 0 the least
+// significant), ties keeping the item order: a least significant digit
+// first radix sort in 11-bit digits, each pass stable. Digits that every
+// key shares are skipped: the orders' keys are sizes, lengths and products
+// of them, so most digits are. O(n) a digit that differs.
+template <int kWords, typename Key, typename Word>
+void RadixSort(std::vector<Key>& keys, Word word) {
   constexpr int kDigitBits = 11;
   constexpr size_t kBuckets = size_t{1} << kDigitBits;
-  const auto word = [](const OrderKey& key, int w) {
-    return w == 0 ? key.c : w == 1 ? key.b : key.a;
-  };
   // The bits where some two keys differ, per word, in one pass.
-  uint64_t all[3] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
-  uint64_t any[3] = {0, 0, 0};
-  for (const OrderKey& key : keys) {
-    for (int w = 0; w < 3; ++w) {
+  uint64_t all[kWords];
+  uint64_t any[kWords];
+  for (int w = 0; w < kWords; ++w) {
+    all[w] = ~uint64_t{0};
+    any[w] = 0;
+  }
+  for (const Key& key : keys) {
+    for (int w = 0; w < kWords; ++w) {
       all[w] &= word(key, w);
       any[w] |= word(key, w);
     }
   }
-  uint64_t differ[3];
-  for (int w = 0; w < 3; ++w) differ[w] = keys.empty() ? 0 : all[w] ^ any[w];
-  std::vector<OrderKey> buffer;
+  std::vector<Key> buffer;
   std::vector<uint32_t> start(kBuckets);
-  for (int w = 0; w < 3; ++w) {
+  for (int w = 0; w < kWords; ++w) {
+    const uint64_t differ = keys.empty() ? 0 : all[w] ^ any[w];
     for (int shift = 0; shift < 64; shift += kDigitBits) {
-      if (((differ[w] >> shift) & (kBuckets - 1)) == 0) continue;
-      const auto digit = [&](const OrderKey& key) {
+      if (((differ >> shift) & (kBuckets - 1)) == 0) continue;
+      const auto digit = [&](const Key& key) {
         return static_cast<size_t>((word(key, w) >> shift) & (kBuckets - 1));
       };
       std::fill(start.begin(), start.end(), 0);
-      for (const OrderKey& key : keys) ++start[digit(key)];
+      for (const Key& key : keys) ++start[digit(key)];
       uint32_t next = 0;  // start becomes each bucket's first slot
       for (uint32_t& count : start) {
         const uint32_t here = count;
@@ -399,7 +407,7 @@ void SortKeys(std::vector<OrderKey>& keys) {
         next += here;
       }
       buffer.resize(keys.size());
-      for (const OrderKey& key : keys) buffer[start[digit(key)]++] = key;
+      for (const Key& key : keys) buffer[start[digit(key)]++] = key;
       keys.swap(buffer);
     }
   }
@@ -979,7 +987,7 @@ class BestFitEngine {
   // distinct keys below 2^63 whose ascending order is the order's (other
   // items' are 0). Where the bits in which the items' OrderKeys differ fit
   // in 63 with the item's index, the rank is those bits, packed: no sort.
-  // Else the OrderKeys are sorted and the rank is the position.
+  // Else the keys are sorted (RadixSort) and the rank is the position.
   void Ranks(BestFitOrder order, std::vector<uint64_t>& rank) const {
     const std::vector<PlacementItem>& items = problem_.items;
     std::vector<uint64_t> contention;
@@ -1054,23 +1062,36 @@ class BestFitEngine {
     for (int w = 0; w < 3; ++w) width[w] = bit_width(all[w] ^ any[w]);
     const int item_width = bit_width(items.size());
     rank.assign(items.size(), 0);
+    // The low `bits` bits of x, shifted up by `shift`.
+    const auto field = [](uint64_t x, int bits, int shift) {
+      return bits == 0 ? 0 : (x & (~uint64_t{0} >> (64 - bits))) << shift;
+    };
+    // The differing bits of `key`, packed above the low `shift` bits.
+    const auto pack = [&](const OrderKey& key, int shift) {
+      uint64_t packed = field(key.c, width[2], shift);
+      shift += width[2];
+      packed |= field(key.b, width[1], shift);
+      shift += width[1];
+      return packed | field(key.a, width[0], shift);
+    };
     if (width[0] + width[1] + width[2] + item_width <= 63) {
-      // The low `bits` bits of x, shifted up by `shift`.
-      const auto field = [](uint64_t x, int bits, int shift) {
-        return bits == 0 ? 0 : (x & (~uint64_t{0} >> (64 - bits))) << shift;
-      };
       for (size_t i = 0; i < items.size(); ++i) {
-        if (!Placed(i)) continue;
-        const OrderKey key = key_of(i);
-        int shift = item_width;
-        uint64_t packed = i;
-        packed |= field(key.c, width[2], shift);
-        shift += width[2];
-        packed |= field(key.b, width[1], shift);
-        shift += width[1];
-        packed |= field(key.a, width[0], shift);
-        rank[i] = packed;
+        if (Placed(i)) rank[i] = pack(key_of(i), item_width) | i;
       }
+      return;
+    }
+    // The rank is the position in sorted order: of 16-byte keys where the
+    // differing bits fit in 64 without the index, else of whole OrderKeys.
+    if (width[0] + width[1] + width[2] <= 64) {
+      std::vector<PackedKey> keys;
+      keys.reserve(items.size());
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (Placed(i)) {
+          keys.push_back(PackedKey{pack(key_of(i), 0), static_cast<uint32_t>(i)});
+        }
+      }
+      RadixSort<1>(keys, [](const PackedKey& key, int) { return key.key; });
+      for (size_t r = 0; r < keys.size(); ++r) rank[keys[r].item] = r;
       return;
     }
     std::vector<OrderKey> keys;
@@ -1078,7 +1099,9 @@ class BestFitEngine {
     for (size_t i = 0; i < items.size(); ++i) {
       if (Placed(i)) keys.push_back(key_of(i));
     }
-    SortKeys(keys);
+    RadixSort<3>(keys, [](const OrderKey& key, int w) {
+      return w == 0 ? key.c : w == 1 ? key.b : key.a;
+    });
     for (size_t r = 0; r < keys.size(); ++r) rank[keys[r].item] = r;
   }
 
