@@ -745,8 +745,9 @@ class PagedLevel {
 // between is replaced by its descendants on the kept level below), and of
 // those, only on levels that hold a canonical node of some item: no item
 // is stored anywhere else, so the other levels are skipped. A leaf keeps one union: with no children,
-// its own and sub are the same. Items are taken in a TimeSweep unless the
-// caller asks for the order itself (BestFitSchedule). In a sweep, the
+// its own and sub are the same. Items are taken in a TimeSweep (after
+// the peak's set, with kPeakFirst) unless the caller asks for the order
+// itself (BestFitSchedule). In a sweep, the
 // unions of nodes that every job left to place begins after are freed as
 // it goes (ReleaseBefore), so the arena holds the unions near the sweep,
 // not all of them, and reuses blocks still in cache. The nodes themselves
