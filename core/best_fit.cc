@@ -744,10 +744,10 @@ class PagedLevel {
 // Nodes are kept on every kLevelStride-th level only (a canonical node
 // between is replaced by its descendants on the kept level below), and of
 // those, only on levels that hold a canonical node of some item: no item
-// is stored anywhere else, so the other levels are skipped. A leaf keeps one union: with no children,
-// its own and sub are the same. Items are taken in a TimeSweep (after
-// the peak's set, with kPeakFirst) unless the caller asks for the order
-// itself (BestFitSchedule). In a sweep, the
+// is stored anywhere else, so the other levels are skipped. A leaf keeps
+// one union: with no children, its own and sub are the same. Items are
+// taken in a TimeSweep (after the peak's set, with kPeakFirst) unless the
+// caller asks for the order itself (BestFitSchedule). In a sweep, the
 // unions of nodes that every job left to place begins after are freed as
 // it goes (ReleaseBefore), so the arena holds the unions near the sweep,
 // not all of them, and reuses blocks still in cache. The nodes themselves
@@ -954,9 +954,10 @@ class BestFitEngine {
   struct NodeList {
     size_t canonical_count = 0;
     size_t ancestor_count = 0;
-    ByteUnion* sub[MaxCanonicalNodes()];  // a canonical node's sub (a
-                                          // leaf's one union)
-    ByteUnion* own[MaxCanonicalNodes()];  // its own; null for a leaf
+    // A canonical node's sub (a leaf's one union), and its own (null for
+    // a leaf).
+    ByteUnion* sub[MaxCanonicalNodes()];
+    ByteUnion* own[MaxCanonicalNodes()];
     Node* ancestors[128];
     size_t ancestor_starts[128];  // the first leaf of each one's span
   };
@@ -1088,7 +1089,8 @@ class BestFitEngine {
       keys.reserve(items.size());
       for (size_t i = 0; i < items.size(); ++i) {
         if (Placed(i)) {
-          keys.push_back(PackedKey{pack(key_of(i), 0), static_cast<uint32_t>(i)});
+          keys.push_back(
+              PackedKey{pack(key_of(i), 0), static_cast<uint32_t>(i)});
         }
       }
       RadixSort<1>(keys, [](const PackedKey& key, int) { return key.key; });
@@ -1152,7 +1154,9 @@ class BestFitEngine {
       loads[first_leaf_[i]] += items[i].size;
       loads[end_leaf_[i]] -= items[i].size;
     }
-    for (size_t leaf = 1; leaf < leaves_; ++leaf) loads[leaf] += loads[leaf - 1];
+    for (size_t leaf = 1; leaf < leaves_; ++leaf) {
+      loads[leaf] += loads[leaf - 1];
+    }
     loads.pop_back();
     return loads;
   }
