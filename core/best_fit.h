@@ -87,8 +87,10 @@ enum class BestFitSchedule {
   // time, so an order that cannot win (BestFitPortfolio) is found out after
   // placing that set alone: on the bench's 1,000,000 random items 0.2 to
   // 2.5% of the items, where the sweep from the start places 4 to 33%
-  // first. Finding the set costs O(n) a doubling of its time span; where
-  // it spans more than an eighth of the items, this is kTimeSweep.
+  // first. Finding the set costs O(m log m) a doubling of a window around
+  // the peak, m the items that can meet the window, O(log n) doublings;
+  // where the set would hold more than half of the items, this is
+  // kTimeSweep.
   kPeakFirst,
 };
 
