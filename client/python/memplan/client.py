@@ -14,7 +14,10 @@ its retries). A call that fails with UNAVAILABLE (the server cannot be
 reached, or is shutting down) is sent again after an exponential backoff with
 jitter, at most `retries` more times and never past the deadline; every other
 failure (INVALID_ARGUMENT, NOT_FOUND, DEADLINE_EXCEEDED, ...) is raised at once
-as MemplanError, which carries the gRPC code and the server's message.
+as MemplanError, which carries the gRPC code and the server's message. No
+attempt is sent once the deadline has passed: retries that run out of time end
+with the last attempt's UNAVAILABLE, or with DEADLINE_EXCEEDED when the
+deadline passes while an attempt is in flight.
 """
 
 import random
@@ -168,9 +171,9 @@ class MemplanClient:
         deadline = time.monotonic() + (self.timeout if timeout is None
                                        else timeout)
         attempt = 0
+        remaining = max(deadline - time.monotonic(), 0.0)
         while True:
             attempt += 1
-            remaining = max(deadline - time.monotonic(), 0.0)
             try:
                 return rpc(request, timeout=remaining)
             except grpc.RpcError as error:
@@ -181,6 +184,11 @@ class MemplanClient:
             if time.monotonic() + delay >= deadline:
                 raise MemplanError(method, code, details, attempt)
             self._sleep(delay)
+            # A sleep may overrun on a loaded machine: an attempt with no time
+            # left could only end in DEADLINE_EXCEEDED, hiding the cause.
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise MemplanError(method, code, details, attempt)
 
     def _wait_for_channel(self, seconds):
         """Waits `seconds` before a retry, or less once the channel has
