@@ -1216,16 +1216,17 @@ absl::StatusOr<Plan> InductorPlanner::PlanProblem(
     if (parsed->any_symbol) symbolic = *std::move(parsed);
   }
   const absl::Time start = absl::Now();
+  // No search: the work budget, a search's, does not apply.
+  PlanContext unbudgeted = context;
+  unbudgeted.work_left = nullptr;
   absl::StatusOr<Plan> plan =
-      Allocator(problem, options_, context,
+      Allocator(problem, options_, unbudgeted,
                 symbolic.has_value() ? &*symbolic : nullptr)
           .Run();
   if (!plan.ok()) return plan;
   plan->planner = "inductor";
   AddRunOverAllDevices("inductor", start, *plan);
-  absl::Status capacity = CapacityStatus(problem, *plan, /*proven=*/false);
-  if (!capacity.ok()) return capacity;
-  return plan;
+  return WithinCapacity(problem, context, *std::move(plan));
 }
 
 }  // namespace memplan

@@ -46,6 +46,12 @@ class InductorPlanner : public Planner {
   explicit InductorPlanner(Options options) : options_(options) {}
 
   absl::string_view name() const override { return "inductor"; }
+  // Pool mode none included; no pinned offsets, no per-buffer alignments.
+  PlannerCapabilities capabilities() const override {
+    PlannerCapabilities capabilities;
+    capabilities.plans_pool_mode_none = true;
+    return capabilities;
+  }
 
   // Returns Inductor's plan, as `MemoryPlanner.allocate_groups`: outputs
   // (except in `combined` mode) are placed first in order of

@@ -39,6 +39,16 @@ struct PlanContext {
   const WrapperProgram* wrapper_program = nullptr;
   const PoolLines* wrapper_lines = nullptr;
 
+  // Inside a composite (core/composite.h): the smallest plan its earlier
+  // members found that carries the placements it was read from
+  // (Plan::placements), for a search to start from; null: none. Not owned.
+  const Plan* incumbent = nullptr;
+  // Inside a composite: return the best plan found even when it exceeds
+  // problem.capacity (with Plan::infeasibility_proven), instead of
+  // RESOURCE_EXHAUSTED; the composite checks the capacity once, on the plan
+  // it returns.
+  bool return_over_capacity = false;
+
   // Returns OK, DEADLINE_EXCEEDED or CANCELLED.
   absl::Status Check() const;
 
@@ -51,6 +61,29 @@ struct PlanContext {
   }
 };
 
+// What a planner can do, so that callers (composites, the service, tests)
+// need not know strategies by name.
+struct PlannerCapabilities {
+  // Plans pool mode none, whose pools are fixed by their first buffer (only
+  // Inductor's algorithm and the reference strategies express it).
+  bool plans_pool_mode_none = false;
+  // Places a buffer with Buffer::fixed_offset at that offset.
+  bool honours_fixed_offsets = false;
+  // Places a buffer with its own Buffer::alignment (above the problem's) at
+  // a multiple of it.
+  bool honours_buffer_alignment = false;
+  // Looks for a plan within Problem::capacity (the decision problem), and
+  // says when none can exist; the others only check the plan they make.
+  bool honours_capacity = false;
+  // Searches for better plans until PlanContext::search_deadline: a run cut
+  // short by the caller's earlier deadline may return another plan.
+  bool searches_until_budget = false;
+  // Follows the wrapper lines (PlanContext::wrapper_program) line by line:
+  // its plans depend on buffer names, dtypes, symbolic sizes and every
+  // line, not only on sizes and live ranges (strategies "reuse", "nnc").
+  bool follows_wrapper_lines = false;
+};
+
 // A planning algorithm. Implementations are stateless and thread-safe: one
 // instance may plan many problems concurrently.
 class Planner {
@@ -61,6 +94,14 @@ class Planner {
   // "inductor".
   virtual absl::string_view name() const = 0;
 
+  // Returns what this planner can do.
+  virtual PlannerCapabilities capabilities() const = 0;
+
+  // Returns OK when capabilities() cover `problem` (its pool mode, pinned
+  // offsets and per-buffer alignments), else INVALID_ARGUMENT naming the
+  // pool mode, or the first buffer and field this planner cannot honour.
+  virtual absl::Status CanPlan(const Problem& problem) const;
+
   // Returns a plan for `problem`, which must have passed ValidateProblem
   // (core/problem.h): one assignment per buffer, offsets in bytes, every
   // offset a multiple of problem.alignment. Returns DEADLINE_EXCEEDED or
@@ -68,6 +109,12 @@ class Planner {
   virtual absl::StatusOr<Plan> PlanProblem(const Problem& problem,
                                            const PlanContext& context) const = 0;
 };
+
+// Returns `plan` when it fits problem.capacity or context.return_over_capacity
+// is set, else RESOURCE_EXHAUSTED (core/stats.h CapacityStatus, proven when
+// plan.infeasibility_proven).
+absl::StatusOr<Plan> WithinCapacity(const Problem& problem,
+                                    const PlanContext& context, Plan plan);
 
 // Adds to plan.runs one run of `strategy` from `start` to now over every
 // device of the plan's pools (joined by ',', in pool order): a planner that

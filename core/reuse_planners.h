@@ -188,6 +188,15 @@ struct ReferenceDecisions {
 class ReusePlanner : public Planner {
  public:
   absl::string_view name() const override { return "reuse"; }
+  // Every pool mode and per-buffer alignment; no pinned offsets; follows
+  // the wrapper lines.
+  PlannerCapabilities capabilities() const override {
+    PlannerCapabilities capabilities;
+    capabilities.plans_pool_mode_none = true;
+    capabilities.honours_buffer_alignment = true;
+    capabilities.follows_wrapper_lines = true;
+    return capabilities;
+  }
 
   // Returns the plan of Inductor's reuse pass over context.wrapper_program
   // (or the lines derived from problem.buffers when it is null), with
@@ -205,6 +214,9 @@ class ReusePlanner : public Planner {
 class NncPlanner : public Planner {
  public:
   absl::string_view name() const override { return "nnc"; }
+  PlannerCapabilities capabilities() const override {
+    return ReusePlanner().capabilities();
+  }
 
   // Returns the plan of NNC's AllocBufsWithMemReuse over the buffer groups
   // (O(n log n) plus, as in NNC, a scan of the free list per buffer)

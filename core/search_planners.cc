@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/best_fit.h"
-#include "core/inductor_planner.h"
 #include "core/optimal_search.h"
 #include "core/pool_layout.h"
 #include "core/stats.h"
@@ -126,46 +125,10 @@ PlanContext Fast(const PlanContext& context) {
   return fast;
 }
 
-// Whether Inductor's planner can honour every buffer's constraints.
-bool InductorCanPlan(const Problem& problem) {
-  for (const Buffer& buffer : problem.buffers) {
-    if (buffer.fixed_offset >= 0 || buffer.alignment > problem.alignment) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Plans pool mode none, whose pools are fixed by their first buffer: only
-// Inductor's algorithm expresses it, so pinned offsets and per-buffer
-// alignments cannot be honoured there.
-absl::StatusOr<Plan> PlanNoneMode(const Problem& problem,
-                                  const PlanContext& context) {
-  for (size_t i = 0; i < problem.buffers.size(); ++i) {
-    const Buffer& buffer = problem.buffers[i];
-    if (buffer.fixed_offset >= 0 || buffer.alignment > problem.alignment) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "buffers[", i, "] (\"", buffer.names[0], "\"): ",
-          buffer.fixed_offset >= 0 ? "fixed_offset" : "alignment",
-          " cannot be honoured in pool_mode none (each pool is fixed by its "
-          "first buffer, as Inductor plans it); use another pool mode"));
-    }
-  }
-  return InductorPlanner().PlanProblem(problem, context);
-}
-
-// Returns `plan` when it fits the capacity, else RESOURCE_EXHAUSTED.
-absl::StatusOr<Plan> WithinCapacity(const Problem& problem, Plan plan,
-                                    bool infeasibility_proven) {
-  absl::Status status = CapacityStatus(problem, plan, infeasibility_proven);
-  if (!status.ok()) return status;
-  return plan;
-}
-
 // The result of exact search over every layout, seeded with `seed`'s
 // placements (same layouts).
 struct SearchOutcome {
-  Plan plan;
+  SolvedLayouts solved;
   bool all_proven_optimal = true;
   bool any_infeasible_proven = false;
 };
@@ -225,7 +188,7 @@ absl::StatusOr<SearchOutcome> Search(const Problem& problem,
   absl::StatusOr<SolvedLayouts> solved =
       SolveProblem(problem, place, context, "optimal");
   if (!solved.ok()) return solved.status();
-  outcome.plan = std::move(solved->plan);
+  outcome.solved = *std::move(solved);
   return outcome;
 }
 
@@ -247,112 +210,83 @@ void MarkOptimalAtBound(const Problem& problem, Plan& plan) {
   }
 }
 
+// Returns the plan of `solved`, carrying its placements.
+Plan WithPlacements(SolvedLayouts solved) {
+  Plan plan = std::move(solved.plan);
+  auto seed = std::make_shared<PlacementSeed>();
+  seed->layouts = std::move(solved.layouts);
+  seed->placements = std::move(solved.placements);
+  plan.placements = std::move(seed);
+  return plan;
+}
+
+// The placement strategies' capabilities: everything but pool mode none.
+PlannerCapabilities PlacementCapabilities() {
+  PlannerCapabilities capabilities;
+  capabilities.honours_fixed_offsets = true;
+  capabilities.honours_buffer_alignment = true;
+  return capabilities;
+}
+
 }  // namespace
+
+PlannerCapabilities BestFitPlanner::capabilities() const {
+  return PlacementCapabilities();
+}
 
 absl::StatusOr<Plan> BestFitPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
-  if (problem.pool_mode == PoolMode::kNone) {
-    return PlanNoneMode(problem, Fast(context));
-  }
-  absl::StatusOr<SolvedLayouts> solved = SolveBestFit(problem, Fast(context));
+  absl::StatusOr<SolvedLayouts> solved = SolveBestFit(
+      problem, Fast(context),
+      options_.anytime ? context.ForSearch().deadline : absl::InfiniteFuture());
   if (!solved.ok()) return solved.status();
-  MarkOptimalAtBound(problem, solved->plan);
-  return WithinCapacity(problem, std::move(solved->plan), false);
+  Plan plan = WithPlacements(*std::move(solved));
+  MarkOptimalAtBound(problem, plan);
+  return WithinCapacity(problem, context, std::move(plan));
 }
 
-absl::StatusOr<Plan> OptimalPlanner::PlanProblem(
+PlannerCapabilities SearchPlanner::capabilities() const {
+  PlannerCapabilities capabilities = PlacementCapabilities();
+  capabilities.honours_capacity = true;
+  capabilities.searches_until_budget = true;
+  return capabilities;
+}
+
+absl::StatusOr<Plan> SearchPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
-  if (problem.pool_mode == PoolMode::kNone) {
-    return PlanNoneMode(problem, Fast(context));
+  // The start: the incumbent's placements, else best fit's, fast, and an
+  // anytime step within the time budget.
+  SolvedLayouts seed;
+  std::vector<PlannerRun> runs;
+  if (context.incumbent != nullptr && context.incumbent->placements != nullptr) {
+    seed.layouts = context.incumbent->placements->layouts;
+    seed.placements = context.incumbent->placements->placements;
+    seed.plan = *context.incumbent;
+    seed.plan.runs.clear();
+  } else {
+    absl::StatusOr<SolvedLayouts> best_fit =
+        SolveBestFit(problem, Fast(context), context.ForSearch().deadline);
+    if (!best_fit.ok()) return best_fit.status();
+    seed = *std::move(best_fit);
+    runs = seed.plan.runs;
   }
-  // Best-fit first: fast, and the search's first incumbent; an anytime
-  // step within the time budget, as in auto.
-  absl::StatusOr<SolvedLayouts> seed =
-      SolveBestFit(problem, Fast(context), context.ForSearch().deadline);
-  if (!seed.ok()) return seed.status();
   absl::StatusOr<SearchOutcome> outcome =
-      Search(problem, *seed, context.ForSearch());
+      Search(problem, seed, context.ForSearch());
   if (!outcome.ok()) return outcome.status();
-  std::vector<PlannerRun> runs = seed->plan.runs;
-  runs.insert(runs.end(), outcome->plan.runs.begin(), outcome->plan.runs.end());
-  Plan plan = std::move(outcome->plan);
-  if (TotalPoolBytes(seed->plan) < TotalPoolBytes(plan)) {
-    plan = std::move(seed->plan);
-  }
+  const std::vector<PlannerRun>& searched = outcome->solved.plan.runs;
+  runs.insert(runs.end(), searched.begin(), searched.end());
+  Plan plan = TotalPoolBytes(seed.plan) < TotalPoolBytes(outcome->solved.plan)
+                  ? WithPlacements(std::move(seed))
+                  : WithPlacements(std::move(outcome->solved));
   plan.runs = std::move(runs);
   plan.planner = "optimal";
   // Exact only where the layout is the mode itself: one pool per device.
   plan.proven_optimal =
       outcome->all_proven_optimal && SearchProvesPlan(problem);
+  plan.infeasibility_proven =
+      outcome->any_infeasible_proven && SearchProvesPlan(problem);
   MarkOptimalAtBound(problem, plan);
-  return WithinCapacity(
-      problem, std::move(plan),
-      outcome->any_infeasible_proven && SearchProvesPlan(problem));
-}
-
-absl::StatusOr<Plan> AutoPlanner::PlanProblem(const Problem& problem,
-                                              const PlanContext& context) const {
-  if (problem.pool_mode == PoolMode::kNone) {
-    return PlanNoneMode(problem, Fast(context));
-  }
-  std::vector<Plan> candidates;
-  const PlanContext search = context.ForSearch();
-  if (InductorCanPlan(problem)) {
-    // Uncapped: a plan over the capacity is still a candidate to beat.
-    // Inductor's algorithm is quadratic on some huge traces: it gets half
-    // the time budget, and is left out when it cannot finish within it.
-    Problem uncapped = problem;
-    uncapped.capacity = 0;
-    PlanContext half = Fast(search);
-    if (search.deadline != absl::InfiniteFuture()) {
-      half.deadline = absl::Now() + (search.deadline - absl::Now()) / 2;
-    }
-    absl::StatusOr<Plan> inductor = InductorPlanner().PlanProblem(uncapped, half);
-    if (inductor.ok()) {
-      candidates.push_back(*std::move(inductor));
-    } else if (inductor.status().code() != absl::StatusCode::kDeadlineExceeded ||
-               absl::Now() >= context.deadline) {
-      return inductor.status();
-    }
-  }
-  absl::StatusOr<SolvedLayouts> best_fit =
-      SolveBestFit(problem, Fast(context), search.deadline);
-  if (!best_fit.ok()) return best_fit.status();
-  candidates.push_back(best_fit->plan);
-  Bytes best = TotalPoolBytes(best_fit->plan);
-  for (const Plan& plan : candidates) best = std::min(best, TotalPoolBytes(plan));
-  const bool over_capacity = problem.capacity > 0 &&
-                             !CapacityStatus(problem, best_fit->plan, false).ok();
-  bool infeasibility_proven = false;
-  if ((best > ModeLowerBound(problem) || over_capacity) &&
-      absl::Now() < search.deadline) {
-    absl::StatusOr<SearchOutcome> outcome = Search(problem, *best_fit, search);
-    if (outcome.ok()) {
-      outcome->plan.planner = "optimal";
-      outcome->plan.proven_optimal =
-          outcome->all_proven_optimal && SearchProvesPlan(problem);
-      infeasibility_proven =
-          outcome->any_infeasible_proven && SearchProvesPlan(problem);
-      candidates.push_back(std::move(outcome->plan));
-    } else if (outcome.status().code() != absl::StatusCode::kDeadlineExceeded) {
-      return outcome.status();
-    }
-  }
-  // The smallest; ties go to the earlier candidate (Inductor's first).
-  size_t winner = 0;
-  for (size_t c = 1; c < candidates.size(); ++c) {
-    if (TotalPoolBytes(candidates[c]) < TotalPoolBytes(candidates[winner])) {
-      winner = c;
-    }
-  }
-  std::vector<PlannerRun> runs;
-  for (const Plan& candidate : candidates) {
-    runs.insert(runs.end(), candidate.runs.begin(), candidate.runs.end());
-  }
-  Plan plan = std::move(candidates[winner]);
-  plan.runs = std::move(runs);
-  MarkOptimalAtBound(problem, plan);
-  return WithinCapacity(problem, std::move(plan), infeasibility_proven);
+  return WithinCapacity(problem, context, std::move(plan));
 }
 
 }  // namespace memplan

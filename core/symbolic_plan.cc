@@ -279,12 +279,12 @@ absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan) {
   };
   std::vector<ExprId> offsets(n, -1);
   std::vector<ExprId> pool_sizes(plan.pools.size(), -1);
-  // Strategies reuse and nnc give each buffer a storage of its own or one
-  // it takes over, storages back to back: a storage's bytes are the Max of
-  // its buffers' (equal under reuse's key), each storage starts where the
-  // one below ends (aligned, keeping the plan's gap), as the compilers
+  // Strategies reuse and nnc (whose plans carry their decisions) give each
+  // buffer a storage of its own or one it takes over, storages back to
+  // back: a storage's bytes are the Max of its buffers' (equal under
+  // reuse's key), each storage starts where the one below ends (aligned, keeping the plan's gap), as the compilers
   // allocate them; stacking buffer by buffer would nest a Max per storage.
-  const bool stacks_storages = plan.planner == "reuse" || plan.planner == "nnc";
+  const bool stacks_storages = plan.decisions != nullptr;
   for (size_t p = 0; p < plan.pools.size(); ++p) {
     if (stacks_storages) {
       const std::vector<Storage> storages =

@@ -174,9 +174,8 @@ struct Assignment {
 std::ostream& operator<<(std::ostream& os, const Assignment& assignment);
 
 struct ReferenceDecisions;  // core/reuse_planners.h
+struct PlacementSeed;       // core/search_planners.h
 
-// A plan: pools, and one assignment per buffer, parallel to
-// Problem::buffers.
 // One run of a planner inside a plan, for traces: which strategy placed
 // which device's buffers, and when (wall clock, absl::Now()).
 struct PlannerRun {
@@ -189,6 +188,8 @@ struct PlannerRun {
   absl::Time end;
 };
 
+// A plan: pools, and one assignment per buffer, parallel to
+// Problem::buffers.
 struct Plan {
   std::vector<Pool> pools;
   std::vector<Assignment> assignments;
@@ -199,6 +200,13 @@ struct Plan {
   // e.g. "inductor" or "best_fit(size)", and whether it is proven minimal.
   std::string planner;
   bool proven_optimal = false;
+  // A search proved that no plan of the problem fits Problem::capacity
+  // (not compared by ==).
+  bool infeasibility_proven = false;
+  // The single-pool placements the plan was read from (strategies best_fit
+  // and optimal), from which a search may start (PlanContext::incumbent);
+  // null otherwise (not compared by ==).
+  std::shared_ptr<const PlacementSeed> placements;
   // Strategies "reuse" and "nnc" (core/reuse_planners.h): the decisions of
   // the compiler pass they restate (not compared by ==); null otherwise.
   std::shared_ptr<const ReferenceDecisions> decisions;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "core/planners.h"
 #include "core/symbolic_plan.h"
 #include "proto/convert.h"
 
@@ -50,7 +51,8 @@ bool IsDynamic(const Problem& problem) {
 // Whether plans of `strategy` depend on names, dtypes, symbolic sizes and
 // every wrapper line (core/reuse_planners.h).
 bool FollowsLabels(absl::string_view strategy) {
-  return strategy == "reuse" || strategy == "nnc";
+  const Planner* planner = FindPlanner(strategy);
+  return planner != nullptr && planner->capabilities().follows_wrapper_lines;
 }
 
 // Appends the section of strategies "reuse" and "nnc" (proto/graph_hash.h).

@@ -74,6 +74,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/planners.h"
 #include "core/types.h"
 #include "core/wrapper_lines.h"
 #include "memplan/v1/memory_planner.pb.h"
@@ -89,11 +90,6 @@ inline constexpr uint32_t kGraphHashFormatVersion = 4;
 // The format version a dynamic request's encoding starts with: format 4
 // plus the symbolic sizes (above).
 inline constexpr uint32_t kDynamicGraphHashFormatVersion = 5;
-
-// The version of the planners' behaviour (core/planners.h): bumped whenever
-// a strategy may return another plan (pools, offsets or stats) for the same
-// input, so that plans cached by an older server are not served.
-inline constexpr uint32_t kPlannerVersion = 1;
 
 // Returns the canonical encoding above for `problem` planned by `strategy`
 // (a planner name, e.g. "auto") with search time `time_budget` (the

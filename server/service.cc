@@ -230,13 +230,6 @@ bool RecordStoredPlan(const std::string& stored, CallRecord& record) {
   return true;
 }
 
-// Returns whether strategy `name` searches for better plans until its time
-// budget (PlanContext::search_deadline): "optimal", and "auto" (its search
-// phase). The others ignore the budget.
-bool SearchesUntilItsBudget(absl::string_view name) {
-  return name == "optimal" || name == "auto";
-}
-
 bool IsDeadlineOrCancelled(const absl::Status& status) {
   return status.code() == absl::StatusCode::kDeadlineExceeded ||
          status.code() == absl::StatusCode::kCancelled;
@@ -842,7 +835,7 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
   // budget may have been cut short by it.
   planned.storable = call.deadline >= context.search_deadline ||
                      plan->proven_optimal ||
-                     !SearchesUntilItsBudget(resolved.strategy);
+                     !planner->capabilities().searches_until_budget;
   return planned;
 }
 

@@ -18,6 +18,7 @@
 #include "absl/flags/parse.h"
 #include "absl/time/clock.h"
 #include "core/inductor_planner.h"
+#include "core/planners.h"
 #include "core/search_planners.h"
 #include "core/stats.h"
 #include "core/validator.h"
@@ -62,7 +63,7 @@ Outcome Run(const Planner& planner, const Problem& problem,
 int RunAll() {
   const absl::Duration budget = absl::GetFlag(FLAGS_time_budget);
   const InductorPlanner inductor;
-  const AutoPlanner automatic;
+  const Planner& automatic = *FindPlanner("auto");
   bool ok = true;
   std::printf("auto's time budget: %s\n\n",
               absl::FormatDuration(budget).c_str());

@@ -47,7 +47,7 @@ class PropertyTest : public ::testing::TestWithParam<PropertyParam> {
   void CheckRandomProblems(uint64_t first_seed, int count,
                            RandomProblemOptions options) {
     options.pool_mode = pool_mode();
-    if (planner().name() == "optimal" || planner().name() == "auto") {
+    if (planner().capabilities().searches_until_budget) {
       count = std::max(1, count / 20);
     }
     int planned = 0;

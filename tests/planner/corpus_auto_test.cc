@@ -8,6 +8,7 @@
 
 #include "absl/time/clock.h"
 #include "core/inductor_planner.h"
+#include "core/planners.h"
 #include "core/search_planners.h"
 #include "core/stats.h"
 #include "core/validator.h"
@@ -37,7 +38,7 @@ TEST_P(CorpusAutoTest, AutoIsNeverAboveInductor) {
   ASSERT_TRUE(inductor.ok()) << inductor.status();
   PlanContext context;
   context.search_deadline = absl::Now() + absl::Milliseconds(20);
-  absl::StatusOr<Plan> plan = AutoPlanner().PlanProblem(*problem, context);
+  absl::StatusOr<Plan> plan = FindPlanner("auto")->PlanProblem(*problem, context);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(ValidatePlan(*problem, *plan).ok());
   EXPECT_LE(TotalPoolBytes(*plan), TotalPoolBytes(*inductor));

@@ -1,6 +1,6 @@
 // The golden plans: every corpus graph planned by every strategy in every
 // pool mode, digested. Plans are cached under keys that carry
-// kPlannerVersion (proto/graph_hash.h), so a change to any plan must bump
+// kPlannerVersion (core/planners.h), so a change to any plan must bump
 // it, or servers would serve plans their planners no longer make. This test
 // holds the digest of all those plans for the current version: a change to
 // any plan fails it until the version and the digest below are bumped in
@@ -123,7 +123,7 @@ TEST(GoldenPlansTest, EveryCorpusPlanIsTheRecordedOne) {
       << absl::StrFormat(
              "the plans differ from those recorded for planner version %d: "
              "if the change is meant, bump kPlannerVersion "
-             "(proto/graph_hash.h) and set kGolden to {%d, 0x%016x}",
+             "(core/planners.h) and set kGolden to {%d, 0x%016x}",
              kGolden.planner_version, kPlannerVersion + 1, digest.value());
 }
 

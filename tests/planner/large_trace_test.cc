@@ -5,6 +5,7 @@
 // every machine and under the sanitizers.
 #include <string>
 
+#include "core/planners.h"
 #include "core/search_planners.h"
 #include "core/stats.h"
 #include "core/validator.h"
@@ -23,7 +24,7 @@ constexpr int64_t kWork = 750;
 absl::StatusOr<Plan> PlanOptimal(const Problem& problem, int64_t work) {
   PlanContext context;
   context.work_left = &work;
-  return OptimalPlanner().PlanProblem(problem, context);
+  return FindPlanner("optimal")->PlanProblem(problem, context);
 }
 
 TEST(LargeTraceTest, PeakWindowsBringPanguToItsLowerBound) {
@@ -38,7 +39,7 @@ TEST(LargeTraceTest, PeakWindowsBringPanguToItsLowerBound) {
   const Bytes bound = ModeLowerBound(*problem);
 
   // Every best-fit order alone stays above the bound (0.76% at best).
-  absl::StatusOr<Plan> best_fit = BestFitPlanner().PlanProblem(*problem, {});
+  absl::StatusOr<Plan> best_fit = FindPlanner("best_fit")->PlanProblem(*problem, {});
   ASSERT_TRUE(best_fit.ok()) << best_fit.status();
   EXPECT_GT(TotalPoolBytes(*best_fit), bound);
 

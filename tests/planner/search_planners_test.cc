@@ -125,7 +125,8 @@ TEST(AutoPlannerTest, NamesTheWinner) {
   problem.pool_mode = PoolMode::kCombined;
   problem.buffers = {MakeBuffer("a", 64, 0, 4), MakeBuffer("b", 64, 2, 6)};
   absl::StatusOr<Plan> plan =
-      AutoPlanner().PlanProblem(problem, Budget(absl::Milliseconds(50)));
+      FindPlanner("auto")->PlanProblem(problem,
+                                   Budget(absl::Milliseconds(50)));
   ASSERT_TRUE(plan.ok());
   // Inductor meets the bound here, and ties go to Inductor.
   EXPECT_EQ(plan->planner, "inductor");
@@ -140,7 +141,8 @@ TEST(AutoPlannerTest, RefusesNothingInductorCannotDo) {
   EXPECT_EQ(InductorPlanner().PlanProblem(problem, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
   absl::StatusOr<Plan> plan =
-      AutoPlanner().PlanProblem(problem, Budget(absl::Milliseconds(50)));
+      FindPlanner("auto")->PlanProblem(problem,
+                                   Budget(absl::Milliseconds(50)));
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->assignments[0].offset, 64);
 }

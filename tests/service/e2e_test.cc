@@ -142,9 +142,9 @@ TEST_F(EndToEndTest, AutoPlansACorpusFile) {
   const v1::PlanMemoryResponse response = ParseResponse(run.out);
   EXPECT_EQ(response.assignments_size(), graph->request.buffers_size());
   const std::string& planner = response.stats().planner();
-  EXPECT_TRUE(planner == "inductor" || planner == "optimal" ||
-              absl::StartsWith(planner, "best_fit("))
-      << planner;
+  EXPECT_THAT(planner, testing::AnyOf(testing::Eq("inductor"),
+                                      testing::Eq("optimal"),
+                                      testing::StartsWith("best_fit(")));
   Bytes inductor_total = 0;
   for (const Pool& pool : graph->expected_plan.pools) inductor_total += pool.size;
   EXPECT_LE(response.stats().total_pool_bytes(), inductor_total);
