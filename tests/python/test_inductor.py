@@ -70,6 +70,22 @@ class KernelCallLine(WrapperLine):
     pass
 
 
+class ExternKernelAllocLine(WrapperLine):
+    def __init__(self, node):
+        self.node = node
+
+
+class MultiOutputLine(WrapperLine):
+    def __init__(self, result_name, arg_name):
+        self.result_name = result_name
+        self.arg_name = arg_name
+
+
+class FreeLine(WrapperLine):
+    def __init__(self, node):
+        self.node = node
+
+
 class Node:
     def __init__(self, name, dtype="torch.float32"):
         self.name = name
@@ -269,6 +285,59 @@ class LineKindTest(unittest.TestCase):
             pb.EVENT_KIND_ENTER_SUBGRAPH, pb.EVENT_KIND_EXIT_SUBGRAPH,
             pb.EVENT_KIND_OTHER, pb.EVENT_KIND_OTHER])
 
+    def test_memory_outside_the_plan_has_kinds_of_its_own(self):
+        kinds = [hook.line_kind(line) for line in (
+            ExternKernelAllocLine(Node("buf3")),
+            MultiOutputLine("buf4", "buf3"), FreeLine(Node("arg0_1")))]
+        self.assertEqual(kinds, [pb.EVENT_KIND_EXTERN_ALLOCATE,
+                                 pb.EVENT_KIND_MULTI_OUTPUT,
+                                 pb.EVENT_KIND_FREE_INPUT])
+
+    def test_memory_outside_the_plan_is_described_when_it_can_be(self):
+        class Unplanned:
+            def extern_allocation(self, line):
+                return {"name": line.node.get_name(), "size_bytes": 3000,
+                        "device": "cuda:0", "output_bytes": [1000, 2000]}
+
+            def multi_output(self, line):
+                if line.arg_name != "buf3":
+                    return None
+                return {"name": "buf3", "reused_as": line.result_name,
+                        "output_index": 1}
+
+            def input_free(self, line):
+                return {"name": line.node.get_name(), "size_bytes": 512,
+                        "device": "cuda:0"}
+
+            def free_description(self, line):
+                return {"size_bytes": 2000, "device": "cuda:0",
+                        "dtype": "torch.float16"}
+
+            def scheduler_node(self, line):
+                return 7
+
+        lines = [ExternKernelAllocLine(Node("buf3")),
+                 MultiOutputLine("buf4", "buf3"),
+                 MultiOutputLine("buf6", "buf5"), FreeLine(Node("arg0_1")),
+                 FreeIfNotReusedLine(Node("buf4"))]
+        events = hook.events_from_lines(lines, {}, (), Unplanned())
+        self.assertEqual(events, [
+            pb.Event(kind=pb.EVENT_KIND_EXTERN_ALLOCATE, name="buf3",
+                     size_bytes=3000, device="cuda:0",
+                     output_bytes=[1000, 2000]),
+            pb.Event(kind=pb.EVENT_KIND_MULTI_OUTPUT, name="buf3",
+                     reused_as="buf4", output_index=1),
+            pb.Event(kind=pb.EVENT_KIND_OTHER),  # not an extern's output
+            pb.Event(kind=pb.EVENT_KIND_FREE_INPUT, name="arg0_1",
+                     size_bytes=512, device="cuda:0"),
+            pb.Event(kind=pb.EVENT_KIND_FREE_IF_NOT_REUSED, name="buf4",
+                     size_bytes=2000, device="cuda:0", dtype="torch.float16",
+                     scheduler_node=7)])
+        # Without a description, they are kernel calls as before.
+        self.assertEqual(
+            hook.events_from_lines(lines[:4], {}, ()),
+            [pb.Event(kind=pb.EVENT_KIND_OTHER)] * 4)
+
     def test_other_memory_planning_lines_have_no_event(self):
         self.assertIsNone(hook.line_kind(NullLine()))
         lines, groups = example_graph()
@@ -282,6 +351,111 @@ def allocations_of(groups):
         if group.allocation is None:
             group.make_allocation()
     return {group.names[0]: group.allocation for group in groups}
+
+
+class Code:
+    """What a wrapper's IndentedBuffer takes: lines written in order."""
+
+    def __init__(self):
+        self.lines = []
+
+    def writeline(self, line):
+        self.lines.append(line)
+
+    def writelines(self, lines):
+        self.lines.extend(lines)
+
+
+class Pool:
+    def __init__(self, name):
+        self.name = name
+        self.names_to_del = [name]
+
+    def codegen_create(self, wrapper, code):
+        code.writeline(f"{self.name} = empty_strided_cuda(...)")
+
+
+class PoolAllocation:
+    def __init__(self, pool, offset):
+        self.pool = pool
+        self.offset = offset
+
+    def codegen_alloc_from_pool(self, wrapper):
+        return f"alloc_from_pool({self.pool.name}, {self.offset})", []
+
+
+class PoolGroup:
+    def __init__(self, names, pool, offset):
+        self.names = names
+        self.allocation = PoolAllocation(pool, offset)
+
+
+class AllocFromPoolLine:
+    def __init__(self, group, first=False):
+        self.wrapper = types.SimpleNamespace(declare="", ending="")
+        self.group = group
+        self.node = Node(group.names[0])
+        self.is_first_pool_usage = first
+
+
+class DeallocFromPoolLine:
+    def __init__(self, group, last=False):
+        self.wrapper = types.SimpleNamespace(declare="", ending="")
+        self.group = group
+        self.is_last_pool_usage = last
+
+
+class PoolCodegenTest(unittest.TestCase):
+    """The generated code frees each pooled buffer at its last use and each
+    pool after its last allocation, so its storage returns at its last
+    buffer's free."""
+
+    def generate(self, lines):
+        mp = types.SimpleNamespace(AllocFromPoolLine=AllocFromPoolLine)
+        hook._mark_last_allocations(mp, lines)
+        code = Code()
+        for line in lines:
+            if isinstance(line, AllocFromPoolLine):
+                hook._alloc_from_pool_codegen(line, code)
+            else:
+                hook._dealloc_from_pool_codegen(line, code)
+        return code.lines
+
+    def test_buffers_and_pools_are_freed_at_their_last_use(self):
+        pool0, pool1 = Pool("pool0"), Pool("pool1")
+        a = PoolGroup(["buf0", "buf2"], pool0, 0)
+        b = PoolGroup(["buf1"], pool0, 256)
+        c = PoolGroup(["buf3"], pool0, 0)
+        out = PoolGroup(["buf4"], pool1, 0)  # an output: no dealloc line
+        self.assertEqual(self.generate([
+            AllocFromPoolLine(a, first=True), AllocFromPoolLine(b),
+            AllocFromPoolLine(out, first=True), DeallocFromPoolLine(a),
+            AllocFromPoolLine(c), DeallocFromPoolLine(b),
+            DeallocFromPoolLine(c, last=True)]), [
+            "pool0 = empty_strided_cuda(...)",
+            "buf0 = alloc_from_pool(pool0, 0)",
+            "buf1 = alloc_from_pool(pool0, 256)",
+            "pool1 = empty_strided_cuda(...)",
+            "buf4 = alloc_from_pool(pool1, 0)",
+            "del pool1",
+            "del buf0, buf2",
+            "buf3 = alloc_from_pool(pool0, 0)",
+            "del pool0",
+            "del buf1",
+            "del buf3"])
+
+    def test_the_same_pool_and_offset_twice_is_two_allocations(self):
+        # Inductor would write `buf1 = buf0  # alloc`, which breaks once
+        # buf0 is deleted.
+        pool = Pool("pool0")
+        first, second = PoolGroup(["buf0"], pool, 0), PoolGroup(["buf1"],
+                                                                 pool, 0)
+        self.assertEqual(self.generate([
+            AllocFromPoolLine(first, first=True), DeallocFromPoolLine(first),
+            AllocFromPoolLine(second), DeallocFromPoolLine(second, last=True)]),
+            ["pool0 = empty_strided_cuda(...)",
+             "buf0 = alloc_from_pool(pool0, 0)", "del buf0",
+             "buf1 = alloc_from_pool(pool0, 0)", "del pool0", "del buf1"])
 
 
 class ServiceTest(unittest.TestCase):

@@ -86,14 +86,24 @@ _LINE_KINDS = (
     ("ReuseLine", pb.EVENT_KIND_REUSE),
     ("EnterSubgraphLine", pb.EVENT_KIND_ENTER_SUBGRAPH),
     ("ExitSubgraphLine", pb.EVENT_KIND_EXIT_SUBGRAPH),
+    # Lines that touch memory outside the plan (none is a MemoryPlanningLine:
+    # each separates timesteps, as a kernel call does).
+    ("ExternKernelAllocLine", pb.EVENT_KIND_EXTERN_ALLOCATE),
+    ("MultiOutputLine", pb.EVENT_KIND_MULTI_OUTPUT),
+    ("FreeLine", pb.EVENT_KIND_FREE_INPUT),
 )
+
+_UNPLANNED_KINDS = (pb.EVENT_KIND_EXTERN_ALLOCATE, pb.EVENT_KIND_MULTI_OUTPUT,
+                    pb.EVENT_KIND_FREE_INPUT)
 
 
 def line_kind(line):
     """Returns the pb.EventKind of one wrapper line, or None for a
     MemoryPlanningLine that is none of Allocate/FreeIfNotReused/Reuse (e.g.
     NullLine, ReinterpretLine): Inductor counts those in a timestep's run of
-    memory-planning lines, which no event kind expresses. Any other line (a
+    memory-planning lines, which no event kind expresses. An extern
+    kernel's allocation, a multi-output binding and a graph input's free
+    are EXTERN_ALLOCATE, MULTI_OUTPUT and FREE_INPUT. Any other line (a
     kernel call, a plain string) is EVENT_KIND_OTHER: it separates runs."""
     class_names = {cls.__name__ for cls in type(line).__mro__}
     for class_name, kind in _LINE_KINDS:
@@ -104,7 +114,7 @@ def line_kind(line):
     return pb.EVENT_KIND_OTHER
 
 
-def events_from_lines(lines, allocations, removed_buffers=()):
+def events_from_lines(lines, allocations, removed_buffers=(), unplanned=None):
     """Returns one pb.Event per wrapper line, in order (events[i] is
     lines[i]), or None when a line has no event kind (see line_kind).
 
@@ -112,12 +122,22 @@ def events_from_lines(lines, allocations, removed_buffers=()):
     (size_hint bytes, symbolic_size, device, node.get_dtype(),
     earliest_available); an ALLOCATE line of a buffer in removed_buffers may
     be missing from it (its size is sent as 0: the service drops the line).
+    unplanned: what the graph allocates and frees outside the plan, for the
+    service's whole-graph peaks (an object with extern_allocation(line),
+    multi_output(line) and input_free(line) returning the event's fields as
+    a dict, or None for a line it cannot describe, and free_description(
+    line), the fields of a FREE_IF_NOT_REUSED of a buffer no ALLOCATE names,
+    which Inductor's reuse pass may hand on, or None; and scheduler_node(
+    line)); None: those lines are sent as OTHER.
     """
     events = []
     for line in lines:
         kind = line_kind(line)
         if kind is None:
             return None
+        if kind in _UNPLANNED_KINDS:
+            events.append(_unplanned_event(kind, line, unplanned))
+            continue
         event = pb.Event(kind=kind)
         if kind == pb.EVENT_KIND_ALLOCATE:
             name = line.node.get_name()
@@ -131,12 +151,34 @@ def events_from_lines(lines, allocations, removed_buffers=()):
             else:
                 _describe_allocation(event, allocation)
         elif kind == pb.EVENT_KIND_FREE_IF_NOT_REUSED:
-            event.name = line.node.get_name()
+            name = line.node.get_name()
+            event.name = name
+            if unplanned is not None and name not in allocations:
+                description = unplanned.free_description(line)
+                if description:
+                    event.MergeFrom(pb.Event(**description))
         elif kind == pb.EVENT_KIND_REUSE:
             event.name = line.node.get_name()
             event.reused_as = line.reused_as.get_name()
+        if unplanned is not None and kind in (
+                pb.EVENT_KIND_ALLOCATE, pb.EVENT_KIND_FREE_IF_NOT_REUSED):
+            node = unplanned.scheduler_node(line)
+            if node is not None:
+                event.scheduler_node = node
         events.append(event)
     return events
+
+
+def _unplanned_event(kind, line, unplanned):
+    """The event of an extern allocation, multi-output binding or input free:
+    OTHER when `unplanned` cannot describe it."""
+    describe = {pb.EVENT_KIND_EXTERN_ALLOCATE: "extern_allocation",
+                pb.EVENT_KIND_MULTI_OUTPUT: "multi_output",
+                pb.EVENT_KIND_FREE_INPUT: "input_free"}[kind]
+    fields = None if unplanned is None else getattr(unplanned, describe)(line)
+    if fields is None:
+        return pb.Event(kind=pb.EVENT_KIND_OTHER)
+    return pb.Event(kind=kind, **fields)
 
 
 def _describe_allocation(message, allocation):
@@ -166,6 +208,154 @@ def buffers_from_groups(groups):
         _describe_allocation(buffer, group.allocation)
         buffers.append(buffer)
     return buffers
+
+
+# --- Memory outside the plan (torch) ---------------------------------------
+
+# Graph-input names of a backward graph whose storage the caller keeps:
+# parameters and user inputs (primals_N) and incoming gradients (tangents_N).
+# The other inputs are the saved activations, which AOTAutograd hands over
+# (steal_args), so the graph's `del` returns their storage.
+_HELD_INPUT_PREFIXES = ("primals_", "tangents_")
+
+
+class GraphMemory:
+    """What one graph allocates and frees outside the plan, read off
+    Inductor's V.graph (torch 2.11): extern kernels' outputs (their layout's
+    storage, each output of a multi-output kernel alone), multi-output
+    bindings, and the graph inputs whose `del` returns storage (in a backward
+    graph, the saved activations; each storage once, at the free of its last
+    view). Sizes are the size hints in bytes, as Inductor's planner's."""
+
+    def __init__(self, graph, lines, scheduler_node_bytes=()):
+        from torch._inductor import ir
+        self.graph = graph
+        self.ir = ir
+        self.scheduler_node_bytes = list(scheduler_node_bytes)
+        self.unknown_storage = set()  # freed inputs without an example
+        self.input_release = self._input_release(lines)
+
+    def _bytes(self, node):
+        if node.get_inputs_that_alias_output():
+            return 0  # a view of an input: no new storage
+        return self._layout_bytes(node)
+
+    def _outputs(self, node):
+        """The tensor outputs of a multi-output kernel, flattened in order."""
+        outputs, pending = [], [getattr(node, "outputs", [])]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, (list, tuple)):
+                pending.extend(reversed(item))
+            elif isinstance(item, self.ir.MultiOutput):
+                outputs.append(item)
+        return outputs
+
+    def extern_allocation(self, line):
+        node = line.node
+        fields = {"name": node.get_name(), "device": str(node.get_device()),
+                  "dtype": str(node.get_dtype())
+                  if not isinstance(node.layout, self.ir.MultiOutputLayout)
+                  else ""}
+        if isinstance(node.layout, self.ir.MultiOutputLayout):
+            output_bytes = [self._bytes(o) for o in self._outputs(node)]
+            fields.update(output_bytes=output_bytes,
+                          size_bytes=sum(output_bytes))
+        else:
+            fields["size_bytes"] = self._bytes(node)
+        return fields
+
+    def multi_output(self, line):
+        parent = self.graph.get_buffer(line.arg_name)
+        if parent is None or not isinstance(
+                getattr(parent, "layout", None), self.ir.MultiOutputLayout):
+            return None
+        names = [o.get_name() for o in self._outputs(parent)]
+        if line.result_name not in names:
+            return None
+        return {"name": line.arg_name, "reused_as": line.result_name,
+                "output_index": names.index(line.result_name)}
+
+    def input_free(self, line):
+        name = line.node.get_name()
+        device = str(line.node.get_device() or "")
+        if name in self.unknown_storage:
+            # No example input to tell its storage: its layout's bytes.
+            return {"name": name, "size_bytes": self._layout_bytes(line.node),
+                    "device": device}
+        released, device_of_storage = self.input_release.get(name, (0, ""))
+        return {"name": name, "size_bytes": released,
+                "device": device_of_storage or device}
+
+    def _layout_bytes(self, node):
+        from torch._inductor.utils import get_dtype_size
+        storage = self.graph.get_allocation_storage_size(node)
+        hint = self.graph.sizevars.size_hint(storage, fallback=0)
+        return int(hint) * get_dtype_size(node.get_dtype())
+
+    def free_description(self, line):
+        """A FREE of an extern output that Inductor's reuse pass may hand on
+        (not a multi-output kernel's result, not a view): its allocation."""
+        from torch._inductor.utils import get_dtype_size, sympy_str
+        node = line.node
+        if isinstance(getattr(node, "layout", None), self.ir.MultiOutputLayout):
+            return None
+        if node.get_inputs_that_alias_output():
+            return None
+        sizes = self.graph.sizevars
+        storage = self.graph.get_allocation_storage_size(node)
+        item = get_dtype_size(node.get_dtype())
+        return {"size_bytes": int(sizes.size_hint(storage, fallback=0)) * item,
+                "symbolic_size": sympy_str(sizes.simplify(storage * item)),
+                "device": str(node.get_device()),
+                "dtype": str(node.get_dtype())}
+
+    def scheduler_node(self, line):
+        if not self.scheduler_node_bytes:
+            return None
+        return getattr(line, "scheduler_node_index", None)
+
+    def _input_release(self, lines):
+        """input name -> (bytes its free returns, device): in a backward
+        graph, each saved activation's storage at the free of its last view
+        (views of one storage found through the example inputs' storages);
+        nothing elsewhere, where the caller keeps every input."""
+        graph = self.graph
+        if not getattr(graph, "is_backward", False):
+            return {}
+        freed = [line.node.get_name() for line in lines
+                 if line_kind(line) == pb.EVENT_KIND_FREE_INPUT
+                 and hasattr(line, "node")]
+        names = list(getattr(graph, "graph_input_names", []))
+        examples = list(getattr(graph, "example_inputs", None) or [])
+        storage_of = {}  # input name -> (storage key, bytes, device)
+        for name, example in zip(names, examples):
+            try:
+                storage = example.untyped_storage()
+                storage_of[name] = (storage._cdata, int(storage.nbytes()),
+                                    str(example.device))
+            except Exception:  # a symbolic size, an opaque object
+                continue
+        last_free = {}  # storage key -> the last freed view's name
+        views = {}
+        for name in names:
+            if name in storage_of:
+                views.setdefault(storage_of[name][0], []).append(name)
+        for name in freed:
+            if name in storage_of:
+                last_free[storage_of[name][0]] = name
+            elif not name.startswith(_HELD_INPUT_PREFIXES):
+                self.unknown_storage.add(name)
+        release = {}
+        for key, members in views.items():
+            held = any(n.startswith(_HELD_INPUT_PREFIXES) or n not in freed
+                       for n in members)
+            if held:
+                continue
+            name = last_free[key]
+            _, nbytes, device = storage_of[name]
+            release[name] = (nbytes, device)
+        return release
 
 
 # --- The service's answer ---------------------------------------------------
@@ -321,23 +511,163 @@ class PoolRoot:
 # --- The hook ----------------------------------------------------------------
 
 class _Installed:
-    def __init__(self, mp, client, owns_client, strategy, pool_mode, send):
+    def __init__(self, mp, client, owns_client, strategy, pool_mode, send,
+                 training):
         self.mp = mp
         self.client = client
         self.owns_client = owns_client  # closed by uninstall()
         self.strategy = strategy
         self.pool_mode = pool_mode
         self.send = send
+        self.training = training
         planner = mp.MemoryPlanner
         self.original_plan = planner.plan
         self.original_allocate_groups = planner.allocate_groups
         base = getattr(mp, "AllocationTreeNode", object)
         self.root_class = type("MemplanPoolRoot", (PoolRoot, base), {})
+        self.restore = []  # (object, attribute, value) to put back
+
+
+def _patch(state, owner, attribute, value):
+    """Sets owner.attribute = value until uninstall()."""
+    state.restore.append((owner, attribute, getattr(owner, attribute)))
+    setattr(owner, attribute, value)
+
+
+# --- Pools freed where the plan frees them ----------------------------------
+#
+# torch 2.11's AllocFromPoolLine takes every buffer from its pool with
+# alloc_from_pool (a view of the pool's one storage) and DeallocFromPoolLine
+# writes nothing but, at the pool's last use, one `del pool, buf...` of
+# every name taken from it; a pool holding an output is never deleted. A
+# view keeps the whole storage alive, so the storage returns to the caching
+# allocator only once the pool's name and every view are gone. The hook's
+# codegen makes the generated code free what the plan frees:
+#   - each AllocFromPoolLine writes its own alloc_from_pool (no `bufM =
+#     bufN  # alloc` alias, which a `del bufN` would break), and the pool's
+#     last one is followed by `del pool` (no later line takes from it);
+#   - each DeallocFromPoolLine deletes its buffer group's names, at the
+#     group's last use; the pool's storage returns at the last of them
+#     (Pool.last_free_event), or never for a pool holding an output.
+
+def _mark_last_allocations(mp, lines):
+    """Marks the last AllocFromPoolLine of each pool in planned `lines`."""
+    seen = set()
+    for line in reversed(lines):
+        if isinstance(line, mp.AllocFromPoolLine):
+            pool = line.group.allocation.pool
+            if id(pool) not in seen:
+                seen.add(id(pool))
+                line.memplan_last_allocation = True
+
+
+def _deleted(pool):
+    """The names of `pool`'s buffers (and the pool's) already deleted."""
+    return pool.__dict__.setdefault("memplan_deleted", set())
+
+
+def _alloc_from_pool_codegen(line, code):
+    allocation = line.group.allocation
+    pool = allocation.pool
+    if line.is_first_pool_usage:
+        pool.codegen_create(line.wrapper, code)
+    pool.names_to_del.extend(line.group.names)
+    expression, setup = allocation.codegen_alloc_from_pool(line.wrapper)
+    code.writelines(setup)
+    code.writeline(f"{line.wrapper.declare}{line.node.get_name()} = "
+                   f"{expression}{line.wrapper.ending}")
+    if getattr(line, "memplan_last_allocation", False):
+        code.writeline(f"del {pool.name}")
+        _deleted(pool).add(pool.name)
+
+
+def _dealloc_from_pool_codegen(line, code):
+    pool = line.group.allocation.pool
+    deleted = _deleted(pool)
+    candidates = pool.names_to_del if line.is_last_pool_usage else (
+        line.group.names)
+    names = []
+    for name in candidates:
+        if name in pool.names_to_del and name not in deleted \
+                and name not in names:
+            names.append(name)
+    if names:
+        code.writeline("del " + ", ".join(names))
+        deleted.update(names)
+
+
+def _install_codegen(state):
+    mp = state.mp
+    if not hasattr(mp, "AllocFromPoolLine"):
+        return  # a stand-in module without codegen (tests)
+    _patch(state, mp.AllocFromPoolLine, "codegen", _alloc_from_pool_codegen)
+    _patch(state, mp.DeallocFromPoolLine, "codegen",
+           _dealloc_from_pool_codegen)
+
+
+# --- Training graphs ----------------------------------------------------------
+
+def _install_training(state):
+    """Has torch 2.11's PythonWrapperCodegen.run_wrapper_ir_passes run the
+    memory planner (MemoryPlanner, hence the service) for training graphs
+    too, where it runs only for inference graphs; graphs with subgraph
+    lines or communication buffers (which the planner does not handle) keep
+    Inductor's reuse pass."""
+    from torch._inductor.codegen import wrapper as W
+    original = W.PythonWrapperCodegen.run_wrapper_ir_passes
+    config = state.mp.config
+
+    def run_wrapper_ir_passes(self, is_inference):
+        if (not is_inference and config.memory_planning
+                and not any(isinstance(line, (W.EnterSubgraphLine,
+                                              W.ExitSubgraphLine))
+                            or (isinstance(line, W.AllocateLine)
+                                and getattr(line, "comm_buffer", False))
+                            for line in self.lines)):
+            self.memory_plan()
+            return
+        original(self, is_inference)
+
+    _patch(state, W.PythonWrapperCodegen, "run_wrapper_ir_passes",
+           run_wrapper_ir_passes)
+
+
+# --- Compiled-graph caches -------------------------------------------------
+
+def _install_cache_key(state):
+    """Makes Inductor's FX graph cache (and AOTAutograd's, which keys on it)
+    tell graphs compiled with the hook from others: a post-grad custom pass
+    that changes no graph but whose uuid names the hook's settings. Without
+    it, a graph cached without the hook (or with other settings) would load
+    without planning."""
+    from torch._inductor import config
+    try:
+        from torch._inductor.custom_graph_pass import CustomGraphPass
+    except ImportError:
+        return
+    previous = config.post_grad_custom_post_pass
+    settings = f"memplan:{state.strategy}:{state.pool_mode}:{state.send}:" \
+               f"{state.training}:{_CODEGEN_VERSION}"
+
+    class MemplanCacheKey(CustomGraphPass):
+        def __call__(self, graph):
+            if previous is not None:
+                previous(graph)
+
+        def uuid(self):
+            inner = previous.uuid() if previous is not None else None
+            return (settings, inner)
+
+    _patch(state, config, "post_grad_custom_post_pass", MemplanCacheKey())
+
+
+# Bumped when the code the hook makes Inductor write changes.
+_CODEGEN_VERSION = 2
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
-            client=None):
+            client=None, training=False):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -351,6 +681,13 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       live ranges).
     client: a MemplanClient to use instead of one made from target (the
       caller closes it; uninstall() closes only one install made).
+    training: also plan training graphs (forward and backward), which
+      torch 2.11 gives only its reuse pass (PythonWrapperCodegen.
+      run_wrapper_ir_passes); off by default (README, "Training graphs").
+    While installed, pooled buffers are freed at their last use and each
+    pool once its last buffer is (see "Pools freed where the plan frees
+    them"), and Inductor's compiled-graph cache keys name the hook's
+    settings.
     Raises ValueError for an unknown strategy, pool mode or send; ImportError
     without torch. Memory planning itself stays off unless
     torch._inductor.config.memory_planning is True.
@@ -364,20 +701,30 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
     if owns_client:
         client = MemplanClient(target, timeout=timeout, retries=retries,
                                backoff=backoff)
-    _install_on(mp, client, strategy, pool_mode, send, owns_client)
+    state = _install_on(mp, client, strategy, pool_mode, send, owns_client,
+                        training)
+    _install_codegen(state)
+    if training:
+        _install_training(state)
+    _install_cache_key(state)
 
 
-def _install_on(mp, client, strategy, pool_mode, send, owns_client=False):
-    """install() on the memory_planning module `mp` (tests hand in a fake)."""
+def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
+                training=False):
+    """install() on the memory_planning module `mp` (tests hand in a fake):
+    the planner's plan and allocate_groups; returns the state."""
     global _state
     if _state is not None:
         uninstall()
-    state = _Installed(mp, client, owns_client, strategy, pool_mode, send)
+    state = _Installed(mp, client, owns_client, strategy, pool_mode, send,
+                       training)
 
     def plan(planner, lines):
         planner._memplan_lines = [*lines]
         planner._memplan_record = None
         planned = state.original_plan(planner, lines)
+        if hasattr(mp, "AllocFromPoolLine"):
+            _mark_last_allocations(mp, planned)
         record = planner._memplan_record
         if record is not None and record["input"] == "events":
             try:
@@ -398,6 +745,7 @@ def _install_on(mp, client, strategy, pool_mode, send, owns_client=False):
     mp.MemoryPlanner.plan = plan
     mp.MemoryPlanner.allocate_groups = allocate_groups
     _state = state
+    return state
 
 
 def uninstall():
@@ -408,6 +756,8 @@ def uninstall():
         return
     _state.mp.MemoryPlanner.plan = _state.original_plan
     _state.mp.MemoryPlanner.allocate_groups = _state.original_allocate_groups
+    for owner, attribute, value in reversed(_state.restore):
+        setattr(owner, attribute, value)
     if _state.owns_client:
         _state.client.close()
     _state = None
@@ -420,8 +770,11 @@ def stats():
      "graphs": per graph, in order, a dict with "source" ("service" or
        "inductor"), "buffer_groups", "pools" ([(name, device, bytes)]),
        "total_pool_bytes"; for the service also "graph_hash", "input"
-       ("events"/"buffers"), "planner", "lower_bound_bytes", "peak_bytes",
-       "cache", "usage_agrees" (events: Inductor's pool create/free lines are
+       ("events"/"buffers"), "phase" ("inference", "forward" or
+       "backward"), "planner", "lower_bound_bytes", "peak_bytes",
+       "predicted_peak_bytes", "baseline_peak_bytes" (the whole graph's,
+       bytes above its entry, with the plan and without pools), "cache",
+       "usage_agrees" (events: Inductor's pool create/free lines are
        at the service's events), "request", "buffers_request" (the same
        graph as buffers, from Inductor's groups) and "response"; for a
        fallback "reason"}."""
@@ -460,6 +813,8 @@ def _allocate_groups(state, planner):
                       f"itself", MemplanFallbackWarning, stacklevel=3)
         _run_inductor_planner(state, planner)
         _record({"source": "inductor", "reason": reason,
+                 "phase": _graph_phase(state.mp),
+                 "graph_id": getattr(state.mp.V.graph, "graph_id", None),
                  "buffer_groups": len(planner.buffer_groups),
                  **_pool_summary(planner)})
         return
@@ -504,8 +859,8 @@ def _allocate_from_service(state, planner):
     request, allocate_lines = buffers_request, None
     lines = getattr(planner, "_memplan_lines", None)
     if state.send == "events" and lines is not None:
-        events_request, allocate_lines = _events_request(mp, lines, groups,
-                                                         options)
+        events_request, allocate_lines = _events_request(
+            mp, lines, groups, options, _graph_memory(mp, lines))
         if events_request is not None:
             request = events_request
     response = state.client.plan(request)
@@ -526,6 +881,10 @@ def _allocate_from_service(state, planner):
         "total_pool_bytes": response.stats.total_pool_bytes,
         "lower_bound_bytes": response.stats.lower_bound_bytes,
         "peak_bytes": response.stats.peak_bytes,
+        "predicted_peak_bytes": response.stats.predicted_peak_bytes,
+        "baseline_peak_bytes": response.stats.baseline_peak_bytes,
+        "phase": _graph_phase(mp),
+        "graph_id": getattr(mp.V.graph, "graph_id", None),
         "planner": response.stats.planner,
         "cache": pb.CacheStatus.Name(response.cache),
         "strategy": state.strategy, "pool_mode": pool_mode,
@@ -535,12 +894,68 @@ def _allocate_from_service(state, planner):
     }
 
 
-def _events_request(mp, lines, groups, options):
+def _graph_memory(mp, lines):
+    """GraphMemory of the graph being planned, with Inductor's per-node
+    memory estimate; None where Inductor's objects are not there (tests'
+    stand-ins) or cannot be read (logged)."""
+    if not hasattr(mp, "AllocFromPoolLine"):
+        return None
+    try:
+        return GraphMemory(mp.V.graph, lines, _scheduler_node_bytes())
+    except Exception as error:  # never a reason to fail the plan
+        log.warning("memplan: cannot describe the memory outside the plan: "
+                    "%s", error)
+        return None
+
+
+def _scheduler_node_bytes():
+    """Inductor's estimate of the bytes in use at each scheduler node, as
+    its reuse pass's EfficientPeakEstimate computes it (torch 2.11:
+    memory.estimate_peak_memory's second result); [] when not available.
+    The service's baseline then takes Inductor's own reuse decisions."""
+    from torch._inductor import memory
+    from torch._inductor.codegen import wrapper as W
+    if not hasattr(W, "EfficientPeakEstimate"):
+        return []
+    estimate = memory.estimate_peak_memory
+    results = []
+
+    def recording(*args, **kwargs):
+        results.append(estimate(*args, **kwargs))
+        return results[-1]
+
+    memory.estimate_peak_memory = recording
+    try:
+        W.EfficientPeakEstimate()
+    finally:
+        memory.estimate_peak_memory = estimate
+    if not results:
+        return []
+    return [int(b) for b in results[-1][1]]
+
+
+def _graph_phase(mp):
+    """The phase of the graph being compiled: "inference", "forward" or
+    "backward"."""
+    graph = mp.V.graph
+    phase = getattr(graph, "get_training_phase", None)
+    if callable(phase):
+        try:
+            return str(phase())
+        except Exception:
+            pass
+    if getattr(graph, "is_backward", False):
+        return "backward"
+    return "inference" if getattr(graph, "is_inference", True) else "forward"
+
+
+def _events_request(mp, lines, groups, options, memory=None):
     """The graph as events, and each group's ALLOCATE line; (None, None) when
-    a line has no event kind."""
+    a line has no event kind. `memory`: the GraphMemory that describes the
+    lines outside the plan, or None."""
     removed = set(mp.V.graph.removed_buffers)
     allocations = {group.names[0]: group.allocation for group in groups}
-    events = events_from_lines(lines, allocations, removed)
+    events = events_from_lines(lines, allocations, removed, memory)
     if events is None:
         log.info("memplan: a wrapper line has no event kind; sending buffer "
                  "groups")
@@ -552,6 +967,14 @@ def _events_request(mp, lines, groups, options):
         events=events, options=options,
         output_names=[str(name) for name in mp.V.graph.get_output_names()],
         removed_buffers=sorted(named & {str(name) for name in removed}))
+    planning = [event for event in events if event.kind in (
+        pb.EVENT_KIND_ALLOCATE, pb.EVENT_KIND_FREE_IF_NOT_REUSED)]
+    if memory is not None and memory.scheduler_node_bytes and all(
+            event.HasField("scheduler_node") for event in planning):
+        request.scheduler_node_bytes.extend(memory.scheduler_node_bytes)
+    else:
+        for event in planning:
+            event.ClearField("scheduler_node")
     return request, [line_of[group.names[0]] for group in groups]
 
 
