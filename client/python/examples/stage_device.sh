@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Gathers what gpu_run.sh needs on a machine that has torch but not our
-# build: memplan-server (debug info stripped) with every shared library it
+# Gathers what gpu_run.sh and the GPU model suite (tests/gpu/run_suite.sh)
+# need on a machine that has torch but not our build: memplan-server (debug info stripped) with every shared library it
 # loads except glibc's, the built Python package (with its generated
-# modules), this folder's scripts, and Debian's pure-Python protobuf runtime
+# modules), this folder's scripts, the suite (in gpu/), and Debian's pure-Python protobuf runtime
 # as a fallback for a protobuf there that cannot load our generated code.
 #
 #   bash client/python/examples/stage_device.sh BUILD_DIR OUT_DIR
@@ -12,7 +12,8 @@ build="${1:?usage: stage_device.sh BUILD_DIR OUT_DIR}"
 out="${2:?usage: stage_device.sh BUILD_DIR OUT_DIR}"
 
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/python" "$out/debian-protobuf/google"
+mkdir -p "$out/bin" "$out/lib" "$out/python" "$out/debian-protobuf/google" \
+  "$out/gpu"
 cp "$build/server/memplan-server" "$out/bin/"
 strip --strip-debug "$out/bin/memplan-server"
 ldd "$build/server/memplan-server" | awk '$3 ~ /^\// {print $3}' |
@@ -28,4 +29,6 @@ cp -r /usr/lib/python3/dist-packages/google/protobuf \
 find "$out" -name __pycache__ -type d -prune -exec rm -rf {} +
 find "$out/debian-protobuf" -name '*.so' -delete
 cp "$here/compile_with_memplan.py" "$here/gpu_run.sh" "$out/"
+cp "$here/../../../tests/gpu/suite.py" "$here/../../../tests/gpu/run_suite.sh" \
+  "$out/gpu/"
 du -sh "$out"
