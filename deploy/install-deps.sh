@@ -12,14 +12,17 @@
 set -euo pipefail
 
 # Building memplan-server and memplan (core/, proto/, server/, client/):
-# compilers, CMake (make is its generator; pkg-config finds re2 for gRPC's
-# CMake config), gRPC with its protoc plugins (client/python's configure
-# needs grpc_python_plugin, from the same package), protobuf, Abseil,
-# grpc-proto (health.proto), xxHash (graph hashes), hiredis (the Redis
-# cache), prometheus-cpp (metrics) and jemalloc (the two binaries'
-# allocator).
+# compilers; CMake with make (the Dockerfile's generator) and Ninja
+# (deploy/serve.sh's: it keeps both cores busy to the end, where make
+# waits for each library before compiling those that link it, and builds
+# the two targets one after the other); pkg-config (gRPC's
+# CMake config finds re2 with it); gRPC with its protoc plugins
+# (client/python's configure needs grpc_python_plugin, from the same
+# package), protobuf, Abseil, grpc-proto (health.proto), xxHash (graph
+# hashes), hiredis (the Redis cache), prometheus-cpp (metrics) and jemalloc
+# (the two binaries' allocator).
 build_packages=(
-  cmake g++ make pkg-config
+  cmake g++ make ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev grpc-proto libxxhash-dev
   libhiredis-dev prometheus-cpp-dev libjemalloc-dev
