@@ -155,6 +155,14 @@ TEST(GraphHashTest, GoldenValues) {
             "07a1736dab890581b47d5815a0569ae0");
 }
 
+// The digest is the number the hex spells, high half first.
+TEST(GraphHashTest, DigestIsTheNumberTheHexSpells) {
+  EXPECT_EQ(GraphHashDigest(SmallProblem(), "inductor", kBudget),
+            absl::MakeUint128(0xf98304860e83845e, 0x2b53fcb7af028ac1));
+  EXPECT_EQ(GraphHashHex(absl::MakeUint128(0x0123456789abcdef, 0xf)),
+            "0123456789abcdef000000000000000f");
+}
+
 TEST(GraphHashTest, LabelsDoNotChangeTheHash) {
   const std::string hash = GraphHash(SmallProblem(), "inductor", kBudget);
   Problem problem = SmallProblem();
