@@ -37,9 +37,6 @@
 namespace memplan {
 namespace {
 
-constexpr char kPlanMemory[] = "PlanMemory";
-constexpr char kGetPlan[] = "GetPlan";
-
 // Under ThreadSanitizer: what this thread wrote to `object` before handing
 // it to gRPC happens before gRPC's thread lets it go (TakeBackFromGrpc).
 // gRPC's library is not instrumented, so TSan cannot see the hand-off
@@ -531,6 +528,7 @@ void MemoryPlannerService::Pursue(Call* call,
       });
   if (!ticket.leader) {
     flight_followers_.fetch_add(1, std::memory_order_relaxed);
+    if (metrics_ != nullptr) metrics_->RecordFlightFollower();
     call->WaitIn([this, key = miss->key, waiter = ticket.waiter] {
       return flights_.Leave(key, waiter);
     });
@@ -774,6 +772,7 @@ absl::StatusOr<MemoryPlannerService::Planned> MemoryPlannerService::PlanNow(
   const absl::Time limit = start + limits_.max_planning_time;
   context.deadline = std::min(call.deadline, limit);
   planner_runs_.fetch_add(1, std::memory_order_relaxed);
+  if (metrics_ != nullptr) metrics_->RecordPlannerRun();
   absl::StatusOr<Plan> plan = planner->PlanProblem(resolved.problem, context);
   plan_span.End();
   record.planned = true;
@@ -881,6 +880,7 @@ void MemoryPlannerService::Count(v1::CacheStatus cache) {
 bool MemoryPlannerService::RefuseWhileDraining(Call* call) {
   if (!draining_.load(std::memory_order_acquire)) return false;
   refused_draining_.fetch_add(1, std::memory_order_relaxed);
+  if (metrics_ != nullptr) metrics_->RecordRefusedDraining();
   call->Fail(absl::UnavailableError(
       "the server is shutting down; the call was not processed, retry it"));
   return true;
