@@ -55,7 +55,7 @@ std::unique_ptr<Server> ServerWithMetrics(
   Server::Options options;
   options.listen = "";
   options.metrics_listen = "127.0.0.1:0";
-  options.cache_bytes = cache_bytes;
+  options.service.cache_bytes = cache_bytes;
   auto server = std::make_unique<Server>(options);
   EXPECT_EQ(server->Start(), absl::OkStatus());
   EXPECT_GT(server->metrics_port(), 0);
@@ -151,7 +151,7 @@ TEST(MetricsTest, CacheBytesAndEvictionsAreTheCachesCounters) {
     request.mutable_buffers(0)->set_size_bytes(100 + i);  // a new graph
     ASSERT_TRUE(client.PlanMemory(request).ok());
   }
-  const PlanCacheCounters cache = server->service().counters().cache;
+  const PlanCacheCounters cache = server->service().cache().counters();
   ASSERT_GT(cache.evictions, 0) << cache.ToString();
   std::map<std::string, double> samples = Scrape(server->metrics_port());
   EXPECT_EQ(SampleOr0(samples, "memplan_cache_bytes"), cache.bytes);
