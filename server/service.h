@@ -106,8 +106,8 @@ class MemoryPlannerService final
     // none. At least kMinWorkerThreads. Planning is CPU-bound: threads
     // beyond the cores only share them.
     int worker_threads = DefaultWorkerThreads();
-    // The shared Redis cache (server/redis_cache.h: its address, TTL and
-    // timeout); unset: none.
+    // The shared Redis cache (server/redis_cache.h: its address, TTL,
+    // timeout, and the planner version its keys carry); unset: none.
     std::optional<RedisOptions> redis;
     // Per-request limits (server/request_limits.h).
     RequestLimits limits;
