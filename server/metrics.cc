@@ -220,17 +220,18 @@ void ServiceMetrics::ReadCacheSource() {
 ServiceMetrics::MethodSeries ServiceMetrics::MakeSeries(
     absl::string_view method) const {
   MethodSeries series;
-  series.method = std::string(method);
-  series.in_flight = &in_flight_->Add({{"method", series.method}});
+  series.method = method;
+  const std::string name(method);
+  series.in_flight = &in_flight_->Add({{"method", name}});
   series.duration =
-      &request_seconds_->Add({{"method", series.method}}, SecondsBuckets());
-  series.ok = &requests_->Add({{"method", series.method}, {"code", "OK"}});
-  for (const auto& [status, name] :
+      &request_seconds_->Add({{"method", name}}, SecondsBuckets());
+  series.ok = &requests_->Add({{"method", name}, {"code", "OK"}});
+  for (const auto& [status, cache] :
        {std::make_pair(v1::CACHE_STATUS_MISS, "miss"),
         std::make_pair(v1::CACHE_STATUS_LOCAL, "local"),
         std::make_pair(v1::CACHE_STATUS_REDIS, "redis")}) {
     series.returned[status] =
-        &plans_returned_->Add({{"method", series.method}, {"cache", name}});
+        &plans_returned_->Add({{"method", name}, {"cache", cache}});
   }
   return series;
 }

@@ -171,7 +171,7 @@ class ServiceMetrics {
   // The series of one method, made once: Family::Add hashes its labels
   // under the family's mutex, which a cache hit should not pay for each.
   struct MethodSeries {
-    std::string method;
+    absl::string_view method;  // kPlanMemory's or kGetPlan's, or the caller's
     prometheus::Gauge* in_flight = nullptr;
     prometheus::Histogram* duration = nullptr;
     prometheus::Counter* ok = nullptr;  // requests_total{code="OK"}
