@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/escaping.h"
+#include "absl/strings/str_format.h"
 #include "core/planners.h"
 #include "core/symbolic_plan.h"
 #include "proto/convert.h"
@@ -138,15 +138,38 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
   return encoder.Take();
 }
 
+absl::uint128 GraphHashDigest(const Problem& problem,
+                              absl::string_view strategy,
+                              absl::Duration time_budget,
+                              const PoolLines* lines,
+                              const WrapperProgram* program) {
+  const std::string input =
+      GraphHashInput(problem, strategy, time_budget, lines, program);
+  const XXH128_hash_t hash = XXH3_128bits(input.data(), input.size());
+  return absl::MakeUint128(hash.high64, hash.low64);
+}
+
+absl::uint128 GraphHashDigest(const ResolvedRequest& resolved) {
+  return GraphHashDigest(
+      resolved.problem, resolved.strategy, resolved.time_budget,
+      resolved.events ? &resolved.lines : nullptr,
+      resolved.program.lines.empty() ? nullptr : &resolved.program);
+}
+
+std::string GraphHashHex(absl::uint128 digest) {
+  return absl::StrFormat("%016x%016x", absl::Uint128High64(digest),
+                         absl::Uint128Low64(digest));
+}
+
 std::string GraphHash(const Problem& problem, absl::string_view strategy,
                       absl::Duration time_budget, const PoolLines* lines,
                       const WrapperProgram* program) {
-  const std::string input =
-      GraphHashInput(problem, strategy, time_budget, lines, program);
-  XXH128_canonical_t canonical;
-  XXH128_canonicalFromHash(&canonical, XXH3_128bits(input.data(), input.size()));
-  return absl::BytesToHexString(absl::string_view(
-      reinterpret_cast<const char*>(canonical.digest), sizeof(canonical)));
+  return GraphHashHex(
+      GraphHashDigest(problem, strategy, time_budget, lines, program));
+}
+
+std::string GraphHash(const ResolvedRequest& resolved) {
+  return GraphHashHex(GraphHashDigest(resolved));
 }
 
 absl::StatusOr<std::string> RequestGraphHash(
@@ -154,12 +177,6 @@ absl::StatusOr<std::string> RequestGraphHash(
   absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
   if (!resolved.ok()) return resolved.status();
   return GraphHash(*resolved);
-}
-
-std::string GraphHash(const ResolvedRequest& resolved) {
-  return GraphHash(resolved.problem, resolved.strategy, resolved.time_budget,
-                   resolved.events ? &resolved.lines : nullptr,
-                   resolved.program.lines.empty() ? nullptr : &resolved.program);
 }
 
 }  // namespace memplan

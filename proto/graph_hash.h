@@ -71,6 +71,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/numeric/int128.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -102,16 +103,29 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
                            const PoolLines* lines = nullptr,
                            const WrapperProgram* program = nullptr);
 
-// Returns 32 lowercase hex characters: XXH3-128 of GraphHashInput. The same
-// on every run, process and machine.
+// Returns XXH3-128 of GraphHashInput as a number: the digest the server
+// keys its caches by. The same on every run, process and machine.
+absl::uint128 GraphHashDigest(const Problem& problem,
+                              absl::string_view strategy,
+                              absl::Duration time_budget,
+                              const PoolLines* lines = nullptr,
+                              const WrapperProgram* program = nullptr);
+
+// Returns GraphHashDigest of a resolved request: its problem, strategy, time
+// budget, for a request with events their lines, and for a request with
+// events or nodes its wrapper lines.
+absl::uint128 GraphHashDigest(const ResolvedRequest& resolved);
+
+// Returns `digest` as 32 lowercase hex characters, high half first: the
+// canonical (big-endian) form of XXH3-128 that `xxhsum -H2` prints.
+std::string GraphHashHex(absl::uint128 digest);
+
+// Returns GraphHashHex(GraphHashDigest(...)): the graph hash as responses
+// and clients spell it.
 std::string GraphHash(const Problem& problem, absl::string_view strategy,
                       absl::Duration time_budget,
                       const PoolLines* lines = nullptr,
                       const WrapperProgram* program = nullptr);
-
-// Returns GraphHash of a resolved request: its problem, strategy, time
-// budget, for a request with events their lines, and for a request with
-// events or nodes its wrapper lines.
 std::string GraphHash(const ResolvedRequest& resolved);
 
 // Returns the graph hash of `request` as the server computes it: GraphHash

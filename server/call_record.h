@@ -12,6 +12,10 @@
 
 namespace memplan {
 
+// The service's methods, as CallRecord::method names them.
+inline constexpr char kPlanMemory[] = "PlanMemory";
+inline constexpr char kGetPlan[] = "GetPlan";
+
 // Fields are filled as the call gets to them; a call that fails early
 // leaves the later ones at their defaults.
 struct CallRecord {

@@ -26,19 +26,21 @@
 // UNAVAILABLE unprocessed for up to --shutdown_lame_duck (less once no call
 // came for 100 ms: Server::Shutdown), then stops accepting calls (a call
 // started afterwards gets UNAVAILABLE), lets calls in flight finish within
-// --shutdown_grace, cancels the rest, and exits 0, printing "memplan-server: stopped; " and
-// what it did (ServiceCounters: planner runs, PlanMemory responses by cache
-// status, ...). Exits 2 for flags that are out of range or do not go
-// together (e.g. --tls_key_file without --tls_cert_file) or name a file
-// without a PEM block or token; 1 when it cannot start (a file that cannot
-// be read, an address it cannot listen on, a certificate that does not
-// match its key).
+// --shutdown_grace, cancels the rest, and exits 0, printing
+// "memplan-server: stopped; " and what it did, read from its metrics
+// (ServiceMetrics::Summary: PlanMemory calls, planner runs, responses by
+// cache status, calls refused while draining, ...). Exits 2 for flags that
+// are out of range or do not go together (e.g. --tls_key_file without
+// --tls_cert_file) or name a file without a PEM block or token; 1 when it
+// cannot start (a file that cannot be read, an address it cannot listen
+// on, a certificate that does not match its key).
 #include <pthread.h>
 #include <signal.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -47,6 +49,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/redis_cache.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -179,20 +182,33 @@ int main(int argc, char** argv) {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   if (absl::GetFlag(FLAGS_worker_threads) != 0) {
-    options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+    options.service.worker_threads = absl::GetFlag(FLAGS_worker_threads);
   }
-  options.cache_bytes = absl::GetFlag(FLAGS_cache_bytes);
-  options.redis = absl::GetFlag(FLAGS_redis);
-  options.redis_ttl = absl::GetFlag(FLAGS_redis_ttl);
-  options.redis_timeout = absl::GetFlag(FLAGS_redis_timeout);
+  options.service.cache_bytes = absl::GetFlag(FLAGS_cache_bytes);
+  if (!absl::GetFlag(FLAGS_redis).empty()) {
+    const absl::StatusOr<std::pair<std::string, int>> address =
+        memplan::ParseHostPort("--redis", absl::GetFlag(FLAGS_redis));
+    if (!address.ok()) {
+      std::fprintf(stderr, "memplan-server: %s\n",
+                   std::string(address.status().message()).c_str());
+      return 2;
+    }
+    memplan::RedisOptions redis;
+    redis.host = address->first;
+    redis.port = address->second;
+    redis.ttl = absl::GetFlag(FLAGS_redis_ttl);
+    redis.timeout = absl::GetFlag(FLAGS_redis_timeout);
+    options.service.redis = redis;
+  }
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
   options.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
-  options.limits.max_buffers = absl::GetFlag(FLAGS_max_buffers);
-  options.limits.max_events = absl::GetFlag(FLAGS_max_events);
-  options.limits.max_nodes = absl::GetFlag(FLAGS_max_nodes);
-  options.limits.max_planning_time = absl::GetFlag(FLAGS_max_planning_time);
+  memplan::RequestLimits& limits = options.service.limits;
+  limits.max_buffers = absl::GetFlag(FLAGS_max_buffers);
+  limits.max_events = absl::GetFlag(FLAGS_max_events);
+  limits.max_nodes = absl::GetFlag(FLAGS_max_nodes);
+  limits.max_planning_time = absl::GetFlag(FLAGS_max_planning_time);
   options.max_threads = absl::GetFlag(FLAGS_max_threads);
   options.keepalive.time = absl::GetFlag(FLAGS_keepalive_time);
   options.keepalive.timeout = absl::GetFlag(FLAGS_keepalive_timeout);
@@ -248,6 +264,6 @@ int main(int argc, char** argv) {
   server.Shutdown(absl::GetFlag(FLAGS_shutdown_grace),
                   absl::GetFlag(FLAGS_shutdown_lame_duck));
   std::fprintf(stderr, "memplan-server: stopped; %s\n",
-               server.service().counters().ToString().c_str());
+               server.metrics().Summary().c_str());
   return 0;
 }

@@ -85,6 +85,29 @@ ServiceMetrics::ServiceMetrics()
                     .Name("memplan_calls_in_flight")
                     .Help("Calls being handled now, by gRPC method.")
                     .Register(*registry_);
+  plans_returned_ =
+      &prometheus::BuildCounter()
+           .Name("memplan_plans_returned_total")
+           .Help("Calls that returned a plan, by gRPC method and where the "
+                 "plan came from (miss: planned for the call).")
+           .Register(*registry_);
+  planner_runs_ = &prometheus::BuildCounter()
+                       .Name("memplan_planner_runs_total")
+                       .Help("Planners started.")
+                       .Register(*registry_)
+                       .Add({});
+  flight_followers_ =
+      &prometheus::BuildCounter()
+           .Name("memplan_flight_followers_total")
+           .Help("Calls that waited for an identical call's plan.")
+           .Register(*registry_)
+           .Add({});
+  refused_draining_ =
+      &prometheus::BuildCounter()
+           .Name("memplan_refused_draining_total")
+           .Help("Calls refused unprocessed while the server drained.")
+           .Register(*registry_)
+           .Add({});
   auto& hits = prometheus::BuildCounter()
                    .Name("memplan_cache_hits_total")
                    .Help("Plans served from the plan cache, by tier.")
@@ -106,6 +129,7 @@ ServiceMetrics::ServiceMetrics()
                       .Help("Bytes the plan cache holds.")
                       .Register(*registry_)
                       .Add({});
+  methods_ = {MakeSeries(kPlanMemory), MakeSeries(kGetPlan)};
 }
 
 ServiceMetrics::~ServiceMetrics() {
@@ -193,18 +217,49 @@ void ServiceMetrics::ReadCacheSource() {
   evictions_read_ = counters.evictions;
 }
 
+ServiceMetrics::MethodSeries ServiceMetrics::MakeSeries(
+    absl::string_view method) const {
+  MethodSeries series;
+  series.method = method;
+  const std::string name(method);
+  series.in_flight = &in_flight_->Add({{"method", name}});
+  series.duration =
+      &request_seconds_->Add({{"method", name}}, SecondsBuckets());
+  series.ok = &requests_->Add({{"method", name}, {"code", "OK"}});
+  for (const auto& [status, cache] :
+       {std::make_pair(v1::CACHE_STATUS_MISS, "miss"),
+        std::make_pair(v1::CACHE_STATUS_LOCAL, "local"),
+        std::make_pair(v1::CACHE_STATUS_REDIS, "redis")}) {
+    series.returned[status] =
+        &plans_returned_->Add({{"method", name}, {"cache", cache}});
+  }
+  return series;
+}
+
+ServiceMetrics::MethodSeries ServiceMetrics::SeriesOf(
+    absl::string_view method) const {
+  for (const MethodSeries& series : methods_) {
+    if (series.method == method) return series;
+  }
+  return MakeSeries(method);
+}
+
 void ServiceMetrics::CallStarted(absl::string_view method) {
-  in_flight_->Add({{"method", std::string(method)}}).Increment();
+  SeriesOf(method).in_flight->Increment();
 }
 
 void ServiceMetrics::CallFinished(const CallRecord& call) {
-  in_flight_->Add({{"method", call.method}}).Decrement();
-  requests_
-      ->Add({{"method", call.method},
-             {"code", absl::StatusCodeToString(call.code)}})
-      .Increment();
-  request_seconds_->Add({{"method", call.method}}, SecondsBuckets())
-      .Observe(absl::ToDoubleSeconds(call.duration));
+  const MethodSeries series = SeriesOf(call.method);
+  series.in_flight->Decrement();
+  if (call.code == absl::StatusCode::kOk) {
+    series.ok->Increment();
+  } else {
+    requests_
+        ->Add({{"method", call.method},
+               {"code", absl::StatusCodeToString(call.code)}})
+        .Increment();
+  }
+  series.duration->Observe(absl::ToDoubleSeconds(call.duration));
   if (call.planned) {
     planning_seconds_->Add({{"strategy", call.strategy}}, SecondsBuckets())
         .Observe(absl::ToDoubleSeconds(call.planning_time));
@@ -214,6 +269,10 @@ void ServiceMetrics::CallFinished(const CallRecord& call) {
     }
   }
   RecordCacheLookup(call.cache);
+  if (call.code == absl::StatusCode::kOk &&
+      series.returned[call.cache] != nullptr) {
+    series.returned[call.cache]->Increment();
+  }
 }
 
 void ServiceMetrics::RecordCacheLookup(v1::CacheStatus status) {
@@ -238,6 +297,61 @@ void ServiceMetrics::RecordCacheEvictions(int64_t count) {
 
 void ServiceMetrics::SetCacheBytes(int64_t bytes) {
   cache_bytes_->Set(static_cast<double>(bytes));
+}
+
+void ServiceMetrics::RecordPlannerRun() { planner_runs_->Increment(); }
+
+void ServiceMetrics::RecordFlightFollower() { flight_followers_->Increment(); }
+
+void ServiceMetrics::RecordRefusedDraining() { refused_draining_->Increment(); }
+
+int64_t ServiceMetrics::calls(absl::string_view method) const {
+  double calls = 0;
+  for (const prometheus::MetricFamily& family : requests_->Collect()) {
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      for (const prometheus::ClientMetric::Label& label : metric.label) {
+        if (label.name == "method" && label.value == method) {
+          calls += metric.counter.value;
+        }
+      }
+    }
+  }
+  return static_cast<int64_t>(calls);
+}
+
+int64_t ServiceMetrics::calls_in_flight(absl::string_view method) const {
+  return static_cast<int64_t>(SeriesOf(method).in_flight->Value());
+}
+
+int64_t ServiceMetrics::plans_returned(absl::string_view method,
+                                       v1::CacheStatus cache) const {
+  const prometheus::Counter* counter = SeriesOf(method).returned[cache];
+  return counter == nullptr ? 0 : static_cast<int64_t>(counter->Value());
+}
+
+int64_t ServiceMetrics::planner_runs() const {
+  return static_cast<int64_t>(planner_runs_->Value());
+}
+
+int64_t ServiceMetrics::flight_followers() const {
+  return static_cast<int64_t>(flight_followers_->Value());
+}
+
+int64_t ServiceMetrics::refused_draining() const {
+  return static_cast<int64_t>(refused_draining_->Value());
+}
+
+std::string ServiceMetrics::Summary() {
+  ReadCacheSource();
+  return absl::StrCat(
+      "calls=", calls(kPlanMemory), " planner_runs=", planner_runs(),
+      " cache_miss=", plans_returned(kPlanMemory, v1::CACHE_STATUS_MISS),
+      " cache_local=", plans_returned(kPlanMemory, v1::CACHE_STATUS_LOCAL),
+      " cache_redis=", plans_returned(kPlanMemory, v1::CACHE_STATUS_REDIS),
+      " flight_followers=", flight_followers(),
+      " refused_draining=", refused_draining(),
+      " cache_bytes=", static_cast<int64_t>(cache_bytes_->Value()),
+      " cache_evictions=", static_cast<int64_t>(cache_evictions_->Value()));
 }
 
 }  // namespace memplan

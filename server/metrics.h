@@ -1,5 +1,7 @@
-// The server's Prometheus metrics (prometheus-cpp), served over HTTP at
-// /metrics when memplan-server runs with --metrics_listen:
+// The server's Prometheus metrics (prometheus-cpp): the one set of counters
+// the service keeps. Always counted; served over HTTP at /metrics when
+// memplan-server runs with --metrics_listen; read back for the stop line
+// memplan-server prints at shutdown (Summary) and by tests.
 //
 //   memplan_requests_total{method,code}           counter: calls ended, by
 //                                                 gRPC method and status code
@@ -14,6 +16,12 @@
 //                                                 >= 1; plans with a lower
 //                                                 bound of 0 are left out)
 //   memplan_calls_in_flight{method}               gauge: calls being handled
+//   memplan_plans_returned_total{method,cache}    counter: calls that
+//                                                 returned a plan (status OK),
+//                                                 by where it came from:
+//                                                 cache "miss" (planned for
+//                                                 the call), "local" or
+//                                                 "redis"
 //   memplan_cache_hits_total{tier}                counter: calls answered
 //                                                 from the cache, tier "local"
 //                                                 (this server's memory, or a
@@ -23,6 +31,15 @@
 //                                                 found nothing (PlanMemory
 //                                                 then plans; GetPlan returns
 //                                                 NOT_FOUND)
+//   memplan_planner_runs_total                    counter: planners started
+//                                                 (one per cache miss led)
+//   memplan_flight_followers_total                counter: calls that waited
+//                                                 for an identical call's
+//                                                 plan (single flight)
+//   memplan_refused_draining_total                counter: calls answered
+//                                                 UNAVAILABLE unprocessed
+//                                                 while the server drained
+//                                                 (its lame duck)
 //   memplan_cache_evictions_total                 counter: entries (plans and
 //                                                 aliases) the in-process
 //                                                 cache dropped for its bound
@@ -32,7 +49,8 @@
 //
 // The last two are read from the cache (SetCacheSource) at each scrape.
 // Calls are counted by the handler: calls gRPC itself refuses before it
-// (a message over --max_message_bytes) are not.
+// (a message over --max_message_bytes) are not. The cache hits and misses
+// count lookups, whatever the call's end; plans_returned counts answers.
 #ifndef MEMPLAN_SERVER_METRICS_H_
 #define MEMPLAN_SERVER_METRICS_H_
 
@@ -100,14 +118,15 @@ class ServiceMetrics {
   void SetCacheSource(std::function<PlanCacheCounters()> source)
       ABSL_LOCKS_EXCLUDED(source_mutex_);
 
-  // Counts a call of `method` (e.g. "PlanMemory") as in flight.
+  // Counts a call of `method` (e.g. kPlanMemory) as in flight.
   void CallStarted(absl::string_view method);
 
   // Counts the end of `call`: in flight -1, requests_total{method, code}
   // +1, the call's duration in the latency histogram; when call.planned,
   // planning_time under call.strategy and, when the call returned that plan
-  // with lower_bound_bytes > 0, its quality ratio; and RecordCacheLookup
-  // (call.cache) unless no lookup was made (CACHE_STATUS_UNSPECIFIED).
+  // with lower_bound_bytes > 0, its quality ratio; RecordCacheLookup
+  // (call.cache) unless no lookup was made (CACHE_STATUS_UNSPECIFIED); and,
+  // when the call returned a plan (OK, a cache status), plans_returned.
   void CallFinished(const CallRecord& call);
 
   // Counts one cache lookup by its outcome: MISS a miss, LOCAL or REDIS a
@@ -121,8 +140,48 @@ class ServiceMetrics {
   // Sets the bytes the cache holds now (>= 0).
   void SetCacheBytes(int64_t bytes);
 
+  // Counts a planner started, a call that waits for an identical call's
+  // plan, a call refused while draining.
+  void RecordPlannerRun();
+  void RecordFlightFollower();
+  void RecordRefusedDraining();
+
+  // Readings of the counters, as a scrape would show them now: calls of
+  // `method` ended (every code), in flight, and returning a plan from
+  // `cache`; planners started, flight followers, calls refused while
+  // draining.
+  int64_t calls(absl::string_view method) const;
+  int64_t calls_in_flight(absl::string_view method) const;
+  int64_t plans_returned(absl::string_view method,
+                         v1::CacheStatus cache) const;
+  int64_t planner_runs() const;
+  int64_t flight_followers() const;
+  int64_t refused_draining() const;
+
+  // Returns the counters of PlanMemory calls as the stop line states them:
+  // "calls=N planner_runs=N cache_miss=N cache_local=N cache_redis=N
+  // flight_followers=N refused_draining=N cache_bytes=N cache_evictions=N"
+  // (calls: ended, every code; cache_*: plans_returned by cache; the
+  // cache's gauges read from the cache source first).
+  std::string Summary();
+
  private:
   class Collector;
+
+  // The series of one method, made once: Family::Add hashes its labels
+  // under the family's mutex, which a cache hit should not pay for each.
+  struct MethodSeries {
+    absl::string_view method;  // kPlanMemory's or kGetPlan's, or the caller's
+    prometheus::Gauge* in_flight = nullptr;
+    prometheus::Histogram* duration = nullptr;
+    prometheus::Counter* ok = nullptr;  // requests_total{code="OK"}
+    // plans_returned by cache status; null for UNSPECIFIED.
+    prometheus::Counter* returned[v1::CacheStatus_ARRAYSIZE] = {};
+  };
+  // Returns the series of `method`: made in the constructor for kPlanMemory
+  // and kGetPlan, found or added to the families for another.
+  MethodSeries SeriesOf(absl::string_view method) const;
+  MethodSeries MakeSeries(absl::string_view method) const;
 
   // Connects to the metrics port once and hangs up, to wake civetweb's
   // listening thread.
@@ -136,6 +195,11 @@ class ServiceMetrics {
   prometheus::Family<prometheus::Histogram>* planning_seconds_;
   prometheus::Histogram* plan_quality_;
   prometheus::Family<prometheus::Gauge>* in_flight_;
+  prometheus::Family<prometheus::Counter>* plans_returned_;
+  std::vector<MethodSeries> methods_;  // kPlanMemory's, kGetPlan's
+  prometheus::Counter* planner_runs_;
+  prometheus::Counter* flight_followers_;
+  prometheus::Counter* refused_draining_;
   prometheus::Counter* cache_hits_local_;
   prometheus::Counter* cache_hits_redis_;
   prometheus::Counter* cache_misses_;

@@ -65,7 +65,7 @@ void PlanCache::Insert(Entry entry) {
   insertions_.fetch_add(1, std::memory_order_relaxed);
 }
 
-std::shared_ptr<const std::string> PlanCache::FindPlan(Digest graph_hash) {
+std::shared_ptr<const StoredPlan> PlanCache::FindPlan(Digest graph_hash) {
   std::optional<Entry> entry = Find(Key{graph_hash, /*alias=*/false});
   if (!entry.has_value()) {
     plan_misses_.fetch_add(1, std::memory_order_relaxed);
@@ -76,13 +76,13 @@ std::shared_ptr<const std::string> PlanCache::FindPlan(Digest graph_hash) {
 }
 
 void PlanCache::InsertPlan(Digest graph_hash,
-                           std::shared_ptr<const std::string> response) {
-  if (capacity_bytes_ == 0 || response == nullptr) return;
+                           std::shared_ptr<const StoredPlan> plan) {
+  if (capacity_bytes_ == 0 || plan == nullptr) return;
   Entry entry;
   entry.key = Key{graph_hash, /*alias=*/false};
   entry.charge =
-      static_cast<int64_t>(response->size()) + kCacheEntryOverheadBytes;
-  entry.plan = std::move(response);
+      static_cast<int64_t>(plan->response.size()) + kCacheEntryOverheadBytes;
+  entry.plan = std::move(plan);
   Insert(std::move(entry));
 }
 

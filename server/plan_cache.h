@@ -3,8 +3,9 @@
 // do not wait on one lock.
 //
 // Two kinds of entries share the bound:
-//   plan   graph hash -> the serialized PlanMemoryResponse of that graph,
-//          `cache` unset (the server appends it per response);
+//   plan   graph hash -> the plan of that graph (server/stored_plan.h): its
+//          serialized response, `cache` unset (the server appends it per
+//          response), and its summary;
 //   alias  digest of a request's exact bytes -> the request's graph hash,
 //          so that a byte-identical request is answered without parsing
 //          it. An alias is recorded only for a request the server accepted.
@@ -23,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/numeric/int128.h"
 #include "absl/synchronization/mutex.h"
+#include "server/stored_plan.h"
 
 namespace memplan {
 
@@ -30,9 +32,10 @@ namespace memplan {
 // request's bytes.
 using Digest = absl::uint128;
 
-// What each entry is charged beyond its plan's bytes: an upper estimate of
-// its list node, map slot, shared string and allocator headers, so that the
-// byte bound bounds memory, not only payload.
+// What each entry is charged beyond its plan's response bytes: an upper
+// estimate of its list node, map slot, shared plan (with its summary) and
+// allocator headers, so that the byte bound bounds memory, not only
+// payload.
 inline constexpr int64_t kCacheEntryOverheadBytes = 256;
 
 // What the cache did since it was made; a snapshot.
@@ -53,7 +56,7 @@ struct PlanCacheCounters {
 class PlanCache {
  public:
   // Holds at most `capacity_bytes` charged bytes (each entry: its plan's
-  // bytes plus kCacheEntryOverheadBytes) in `shards` shards of
+  // response bytes plus kCacheEntryOverheadBytes) in `shards` shards of
   // capacity_bytes / shards each; a plan larger than that is not stored.
   // capacity_bytes 0: nothing is ever stored. Requires capacity_bytes >= 0
   // and shards >= 1.
@@ -62,15 +65,14 @@ class PlanCache {
   PlanCache(const PlanCache&) = delete;
   PlanCache& operator=(const PlanCache&) = delete;
 
-  // Returns the plan stored under `graph_hash` (serialized response,
-  // `cache` unset) and makes it the most recently used, or nullptr.
-  std::shared_ptr<const std::string> FindPlan(Digest graph_hash);
+  // Returns the plan stored under `graph_hash` and makes it the most
+  // recently used, or nullptr.
+  std::shared_ptr<const StoredPlan> FindPlan(Digest graph_hash);
 
-  // Stores `response` under `graph_hash` (replacing an earlier one) as the
-  // most recently used entry, evicting the least recently used entries of
-  // its shard until the shard is within its bound.
-  void InsertPlan(Digest graph_hash,
-                  std::shared_ptr<const std::string> response);
+  // Stores `plan` under `graph_hash` (replacing an earlier one) as the most
+  // recently used entry, evicting the least recently used entries of its
+  // shard until the shard is within its bound.
+  void InsertPlan(Digest graph_hash, std::shared_ptr<const StoredPlan> plan);
 
   // Returns the graph hash recorded for a request whose bytes have digest
   // `request_digest`, or nullopt.
@@ -100,7 +102,7 @@ class PlanCache {
   };
   struct Entry {
     Key key;
-    std::shared_ptr<const std::string> plan;  // plan entries
+    std::shared_ptr<const StoredPlan> plan;   // plan entries
     Digest graph_hash = 0;                    // alias entries
     int64_t charge = 0;                       // bytes charged
   };

@@ -69,8 +69,9 @@ std::string RedisCounters::ToString() const {
       connects, connect_failures, up ? "true" : "false");
 }
 
-std::string RedisKey(absl::string_view graph_hash) {
-  return absl::StrCat("memplan:plan:v", kRedisValueVersion, ":", graph_hash);
+std::string RedisKey(absl::string_view graph_hash, uint32_t planner_version) {
+  return absl::StrCat("memplan:plan:v", kRedisValueVersion, ":p",
+                      planner_version, ":", graph_hash);
 }
 
 std::string EncodeRedisValue(absl::string_view graph_hash,
@@ -245,7 +246,7 @@ absl::StatusOr<std::string> RedisCache::Get(absl::string_view graph_hash,
     return absl::UnavailableError("no time left for redis");
   }
   redisSetTimeout(connection, TimevalOf(left));
-  const std::string key = RedisKey(graph_hash);
+  const std::string key = RedisKey(graph_hash, options_.planner_version);
   const Reply reply(static_cast<redisReply*>(
       redisCommand(connection, "GET %b", key.data(), key.size())));
   if (reply == nullptr) {
@@ -298,7 +299,7 @@ void RedisCache::Put(absl::string_view graph_hash,
 }
 
 bool RedisCache::WriteOne(redisContext* connection, const Write& write) {
-  const std::string key = RedisKey(write.graph_hash);
+  const std::string key = RedisKey(write.graph_hash, options_.planner_version);
   const std::string value = EncodeRedisValue(write.graph_hash, *write.response);
   const std::string ttl_ms =
       absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(options_.ttl)));

@@ -2,17 +2,23 @@
 // replicas use (hiredis, synchronous API, a small pool of connections).
 //
 // Entries:
-//   key    "memplan:plan:v<kRedisValueVersion>:<graph hash, 32 hex>"
+//   key    "memplan:plan:v<kRedisValueVersion>:p<planner version>:<graph
+//          hash, 32 hex>", e.g. "memplan:plan:v1:p1:0a54bd4c...": the
+//          planner version is RedisOptions::planner_version, by default
+//          kPlannerVersion (proto/graph_hash.h), so that replicas of two
+//          versions sharing one Redis never read each other's plans (a
+//          plan of the other version is a miss, planned afresh)
 //   value  "MPLN"                  4 bytes, magic
 //          u32 value version       little-endian, kRedisValueVersion
 //          graph hash              32 hex characters, as in the key
 //          u64 checksum            little-endian, XXH3-64 of the payload
 //          payload                 the serialized PlanMemoryResponse,
 //                                  `cache` unset
-// with a TTL. A server reads only values of its own version under its own
-// key (the version is in both), and treats a value whose magic, version,
-// hash or checksum does not match as absent: it is logged, counted and
-// planned again (the plan then overwrites it).
+// with a TTL. A server reads only values of its own value version and
+// planner version under its own key (the value version is in both), and
+// treats a value whose magic, version, hash or checksum does not match as
+// absent: it is logged, counted and planned again (the plan then
+// overwrites it).
 //
 // Redis is an optimisation, never a dependency: every call is bounded by
 // `timeout` and by the caller's deadline; while Redis is down or slow the
@@ -38,6 +44,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "proto/graph_hash.h"
 
 struct redisContext;  // hiredis
 
@@ -47,8 +54,10 @@ namespace memplan {
 // changes incompatibly.
 inline constexpr uint32_t kRedisValueVersion = 1;
 
-// Returns the Redis key of the plan of `graph_hash` (32 hex characters).
-std::string RedisKey(absl::string_view graph_hash);
+// Returns the Redis key of the plan of `graph_hash` (32 hex characters)
+// made by planners of `planner_version`.
+std::string RedisKey(absl::string_view graph_hash,
+                     uint32_t planner_version = kPlannerVersion);
 
 // Returns the Redis value holding `response` (a serialized response,
 // `cache` unset) for `graph_hash`.
@@ -66,6 +75,9 @@ struct RedisOptions {
   int port = 6379;
   // How long entries live in Redis.
   absl::Duration ttl = absl::Hours(24);
+  // The version of the planners whose plans are written and read, in every
+  // key (RedisKey): plans of another version are never read.
+  uint32_t planner_version = kPlannerVersion;
   // Bounds connecting and each command (and a call's wait for a free
   // connection); a call's deadline may bound them further.
   absl::Duration timeout = absl::Milliseconds(50);

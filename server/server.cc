@@ -6,14 +6,12 @@
 
 #include <algorithm>
 #include <climits>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/auth.h"
-#include "server/redis_cache.h"
 
 namespace memplan {
 namespace {
@@ -60,12 +58,9 @@ std::vector<std::pair<std::string, int>> KeepaliveChannelArguments(
   };
 }
 
-int DefaultWorkerThreads() {
-  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
-}
-
 Server::Server(Options options)
-    : options_(std::move(options)), log_(options_.log_level, stderr, options_.log_flush_interval) {}
+    : options_(std::move(options)),
+      log_(options_.log_level, stderr, options_.log_flush_interval) {}
 
 Server::~Server() { Shutdown(absl::ZeroDuration()); }
 
@@ -78,19 +73,11 @@ absl::Status Server::Start() {
         absl::StrCat("max_message_bytes must be > 0, got ",
                      options_.max_message_bytes));
   }
-  if (options_.worker_threads < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker_threads must be >= 2, got ", options_.worker_threads));
-  }
-  if (options_.cache_bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cache_bytes must be >= 0, got ", options_.cache_bytes));
-  }
   if (options_.max_threads < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_threads must be >= 1, got ", options_.max_threads));
   }
-  if (absl::Status status = ValidateRequestLimits(options_.limits);
+  if (absl::Status status = MemoryPlannerService::Validate(options_.service);
       !status.ok()) {
     return status;
   }
@@ -101,34 +88,12 @@ absl::Status Server::Start() {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       ServerCredentialsFor(options_.tls);
   if (!credentials.ok()) return credentials.status();
-  MemoryPlannerService::Options service_options;
-  service_options.cache_bytes = options_.cache_bytes;
-  service_options.worker_threads = options_.worker_threads;
-  service_options.limits = options_.limits;
+  MemoryPlannerService::Hooks hooks;
   if (!options_.auth_tokens_file.empty()) {
     absl::StatusOr<TokenAuthenticator> auth = TokenAuthenticator::FromFile(
         options_.auth_tokens_file, "--auth_tokens_file");
     if (!auth.ok()) return auth.status();
-    service_options.auth =
-        std::make_shared<const TokenAuthenticator>(*std::move(auth));
-  }
-  if (!options_.redis.empty()) {
-    absl::StatusOr<std::pair<std::string, int>> address =
-        ParseHostPort("redis", options_.redis);
-    if (!address.ok()) return address.status();
-    if (options_.redis_ttl <= absl::ZeroDuration() ||
-        options_.redis_timeout <= absl::ZeroDuration()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "redis_ttl and redis_timeout must be > 0, got ",
-          absl::FormatDuration(options_.redis_ttl), " and ",
-          absl::FormatDuration(options_.redis_timeout)));
-    }
-    RedisOptions redis;
-    redis.host = address->first;
-    redis.port = address->second;
-    redis.ttl = options_.redis_ttl;
-    redis.timeout = options_.redis_timeout;
-    service_options.redis = redis;
+    hooks.auth = std::make_shared<const TokenAuthenticator>(*std::move(auth));
   }
   if (!options_.trace_dir.empty()) {
     absl::StatusOr<std::unique_ptr<TraceDirectory>> traces =
@@ -142,9 +107,9 @@ absl::Status Server::Start() {
       return status;
     }
   }
-  service_options.metrics = &metrics_;
-  service_options.log = &log_;
-  service_options.traces = traces_.get();
+  hooks.metrics = &metrics_;
+  hooks.log = &log_;
+  hooks.traces = traces_.get();
 
   // Reflection describes services from the generated descriptor pool, and
   // gRPC's built-in health service brings no descriptors of its own: using
@@ -170,7 +135,7 @@ absl::Status Server::Start() {
   grpc::ResourceQuota quota("memplan-server");
   quota.SetMaxThreads(options_.max_threads);
   builder.SetResourceQuota(quota);
-  service_ = std::make_unique<MemoryPlannerService>(service_options);
+  service_ = std::make_unique<MemoryPlannerService>(options_.service, hooks);
   builder.RegisterService(service_.get());
 
   server_ = builder.BuildAndStart();
@@ -213,13 +178,13 @@ void Server::LameDuck(absl::Duration longest) {
   service_->StartDraining();
   const absl::Time start = absl::Now();
   const absl::Time end = start + longest;
-  int64_t refused = service_->refused_draining();
+  int64_t refused = metrics_.refused_draining();
   absl::Time quiet_since = start;
   while (true) {
     const absl::Time now = absl::Now();
     if (now >= end || now - quiet_since >= kQuietPeriod) return;
     absl::SleepFor(std::min(kQuietPeriod / 10, end - now));
-    const int64_t refused_now = service_->refused_draining();
+    const int64_t refused_now = metrics_.refused_draining();
     if (refused_now != refused) {
       refused = refused_now;
       quiet_since = absl::Now();

@@ -56,10 +56,6 @@ struct KeepaliveOptions {
 std::vector<std::pair<std::string, int>> KeepaliveChannelArguments(
     const KeepaliveOptions& keepalive);
 
-// Returns the default worker thread count: the hardware threads, at
-// least 2 (planning is CPU-bound; waiting calls hold no thread).
-int DefaultWorkerThreads();
-
 class Server {
  public:
   struct Options {
@@ -73,32 +69,19 @@ class Server {
     // A file of bearer tokens that memplan.v1 calls must present
     // (server/auth.h); empty: none needed. Health and reflection stay open.
     std::string auth_tokens_file;
-    // Per-request limits: counts and planning time (server/request_limits.h).
-    RequestLimits limits;
     // HTTP/2 keepalive of the listening port's connections.
     KeepaliveOptions keepalive;
     // The most threads gRPC's resource quota gives the synchronous
-    // services (health, reflection); >= 1. Planning runs on worker_threads.
+    // services (health, reflection); >= 1. Planning runs on
+    // service.worker_threads.
     int max_threads = kSyncServiceThreads;
     // Largest message accepted or sent, in bytes. A larger request fails
     // with RESOURCE_EXHAUSTED (from gRPC itself); the server keeps serving.
     int max_message_bytes = 64 << 20;
-    // Threads that parse and plan the PlanMemory calls the cache cannot
-    // answer at once, and ask Redis (server/service.h); work beyond them
-    // waits in order. At least 2. Planning is CPU-bound: threads beyond the
-    // cores only share them. (Health and reflection run on gRPC's own
-    // threads, at most kSyncServiceThreads.)
-    int worker_threads = DefaultWorkerThreads();
-    // Bytes the in-process plan cache may hold (server/plan_cache.h), >= 0;
-    // 0: no cache.
-    int64_t cache_bytes = int64_t{256} << 20;
-    // HOST:PORT of a Redis shared by replicas (server/redis_cache.h); empty:
-    // none.
-    std::string redis;
-    // How long plans live in Redis; > 0.
-    absl::Duration redis_ttl = absl::Hours(24);
-    // Bounds connecting to Redis and each command; > 0.
-    absl::Duration redis_timeout = absl::Milliseconds(50);
+    // The MemoryPlanner service (server/service.h): its plan cache, worker
+    // threads, shared Redis cache and per-request limits. (Health and
+    // reflection run on gRPC's own threads, at most max_threads.)
+    MemoryPlannerService::Options service;
     // HOST:PORT to serve Prometheus metrics on, as HTTP GET /metrics
     // (server/metrics.h lists them); port 0 picks a free port (see
     // metrics_port()). Empty: not served (they are still counted).
@@ -129,12 +112,13 @@ class Server {
   // (grpc.reflection.v1alpha, able to describe all three); and, as the
   // options say, metrics over HTTP and traces into trace_dir. Redis, when
   // configured, is connected in the background: it need not be up. Returns
-  // INVALID_ARGUMENT for bad options (naming the option), NOT_FOUND for a
-  // TLS or token file that cannot be read (ServerCredentialsFor,
-  // TokenAuthenticator::FromFile, with their INVALID_ARGUMENTs),
-  // FAILED_PRECONDITION when already started, UNAVAILABLE naming the
-  // address (or the trace directory) when it cannot listen there (or
-  // create it; also: a certificate that does not match its key).
+  // INVALID_ARGUMENT for bad options (naming the option; the service's:
+  // MemoryPlannerService::Validate), NOT_FOUND for a TLS or token file
+  // that cannot be read (ServerCredentialsFor, TokenAuthenticator::FromFile,
+  // with their INVALID_ARGUMENTs), FAILED_PRECONDITION when already
+  // started, UNAVAILABLE naming the address (or the trace directory) when it
+  // cannot listen there (or create it; also: a certificate that does not
+  // match its key).
   absl::Status Start();
 
   // Returns the port bound after Start (the chosen one for port 0), or 0.
@@ -149,6 +133,7 @@ class Server {
 
   // Returns the server's metrics (counted whether served or not).
   ServiceMetrics& metrics() { return metrics_; }
+  const ServiceMetrics& metrics() const { return metrics_; }
 
   // Returns the MemoryPlanner service this server runs; only after a
   // successful Start.

@@ -17,15 +17,16 @@
 #include "absl/synchronization/mutex.h"
 #include "memplan/v1/memory_planner.pb.h"
 #include "server/plan_cache.h"
+#include "server/stored_plan.h"
 
 namespace memplan {
 
 // What a leader's run came to.
 struct FlightOutcome {
-  // OK with `response`, or the leader's error (followers get it too).
+  // OK with `plan`, or the leader's error (followers get it too).
   absl::Status status;
-  // The serialized response, `cache` unset; null unless status is OK.
-  std::shared_ptr<const std::string> response;
+  // The plan (its response `cache` unset); null unless status is OK.
+  std::shared_ptr<const StoredPlan> plan;
   // Where the leader found the plan: MISS (planned), REDIS, or LOCAL (a
   // leader that found it in the cache after all).
   v1::CacheStatus source = v1::CACHE_STATUS_MISS;

@@ -62,7 +62,7 @@ class BackgroundLoad {
 };
 
 // Returns counter `name` of the "memplan-server: stopped; ..." line in
-// `log` (ServiceCounters::ToString), or -1.
+// `log` (ServiceMetrics::Summary), or -1.
 int64_t StoppedCounter(const std::string& log, const std::string& name) {
   const size_t stopped = log.find("memplan-server: stopped; ");
   if (stopped == std::string::npos) return -1;

@@ -156,6 +156,14 @@ TEST(GraphHashTest, GoldenValues) {
             "b34f9fb9070146ebb4afa17a18d27ffd");
 }
 
+// The digest is the number the hex spells, high half first.
+TEST(GraphHashTest, DigestIsTheNumberTheHexSpells) {
+  EXPECT_EQ(GraphHashDigest(SmallProblem(), "inductor", kBudget),
+            absl::MakeUint128(0x51ad0905e9374c02, 0xd0fbaa7e02b8d794));
+  EXPECT_EQ(GraphHashHex(absl::MakeUint128(0x0123456789abcdef, 0xf)),
+            "0123456789abcdef000000000000000f");
+}
+
 TEST(GraphHashTest, LabelsDoNotChangeTheHash) {
   const std::string hash = GraphHash(SmallProblem(), "inductor", kBudget);
   Problem problem = SmallProblem();

@@ -1,7 +1,8 @@
 // Tests of the server's metrics (server/metrics.h): scraped over HTTP from
 // a running server after a few calls, every counter moved by the calls'
-// count; the cache's bytes and evictions read from the plan cache; and the
-// cache's own counters, set directly.
+// count; the cache's bytes and evictions read from the plan cache; the
+// cache's own counters, set directly; and the readings and summary of the
+// counters (the stop line's).
 #include "server/metrics.h"
 
 #include <cstdint>
@@ -54,7 +55,7 @@ std::unique_ptr<Server> ServerWithMetrics(
   Server::Options options;
   options.listen = "";
   options.metrics_listen = "127.0.0.1:0";
-  options.cache_bytes = cache_bytes;
+  options.service.cache_bytes = cache_bytes;
   auto server = std::make_unique<Server>(options);
   EXPECT_EQ(server->Start(), absl::OkStatus());
   EXPECT_GT(server->metrics_port(), 0);
@@ -150,7 +151,7 @@ TEST(MetricsTest, CacheBytesAndEvictionsAreTheCachesCounters) {
     request.mutable_buffers(0)->set_size_bytes(100 + i);  // a new graph
     ASSERT_TRUE(client.PlanMemory(request).ok());
   }
-  const PlanCacheCounters cache = server->service().counters().cache;
+  const PlanCacheCounters cache = server->service().cache().counters();
   ASSERT_GT(cache.evictions, 0) << cache.ToString();
   std::map<std::string, double> samples = Scrape(server->metrics_port());
   EXPECT_EQ(SampleOr0(samples, "memplan_cache_bytes"), cache.bytes);
@@ -180,6 +181,65 @@ TEST(MetricsTest, CacheCountersAndGauge) {
   EXPECT_EQ(SampleOr0(samples, "memplan_cache_evictions_total"), 3);
   EXPECT_EQ(SampleOr0(samples, "memplan_cache_bytes"), 4096);
   EXPECT_EQ(SampleOr0(samples, kInFlight), 1);
+}
+
+// The readings and the stop line's summary are the counters a scrape
+// shows: calls by method (ended, every code), plans returned by cache
+// status (answers only), planner runs, followers, refusals.
+TEST(MetricsTest, ReadingsAndSummaryAreTheScrapedCounters) {
+  ServiceMetrics metrics;
+  ASSERT_TRUE(metrics.Serve("127.0.0.1:0").ok());
+  CallRecord call;
+  call.method = kPlanMemory;
+  for (const v1::CacheStatus cache :
+       {v1::CACHE_STATUS_MISS, v1::CACHE_STATUS_LOCAL, v1::CACHE_STATUS_LOCAL,
+        v1::CACHE_STATUS_UNSPECIFIED}) {
+    call.cache = cache;
+    metrics.CallStarted(kPlanMemory);
+    metrics.CallFinished(call);
+  }
+  call.code = absl::StatusCode::kInternal;  // looked up, then failed
+  call.cache = v1::CACHE_STATUS_LOCAL;
+  metrics.CallStarted(kPlanMemory);
+  metrics.CallFinished(call);
+  CallRecord get;
+  get.method = kGetPlan;
+  get.cache = v1::CACHE_STATUS_REDIS;
+  metrics.CallStarted(kGetPlan);
+  metrics.CallFinished(get);
+  metrics.CallStarted(kPlanMemory);  // still in flight
+  metrics.RecordPlannerRun();
+  metrics.RecordFlightFollower();
+  metrics.RecordRefusedDraining();
+  metrics.RecordRefusedDraining();
+
+  EXPECT_EQ(metrics.calls(kPlanMemory), 5);
+  EXPECT_EQ(metrics.calls(kGetPlan), 1);
+  EXPECT_EQ(metrics.calls_in_flight(kPlanMemory), 1);
+  EXPECT_EQ(metrics.calls_in_flight(kGetPlan), 0);
+  EXPECT_EQ(metrics.plans_returned(kPlanMemory, v1::CACHE_STATUS_MISS), 1);
+  EXPECT_EQ(metrics.plans_returned(kPlanMemory, v1::CACHE_STATUS_LOCAL), 2);
+  EXPECT_EQ(metrics.plans_returned(kPlanMemory, v1::CACHE_STATUS_REDIS), 0);
+  EXPECT_EQ(metrics.plans_returned(kGetPlan, v1::CACHE_STATUS_REDIS), 1);
+  EXPECT_EQ(metrics.planner_runs(), 1);
+  EXPECT_EQ(metrics.flight_followers(), 1);
+  EXPECT_EQ(metrics.refused_draining(), 2);
+  EXPECT_EQ(metrics.Summary(),
+            "calls=5 planner_runs=1 cache_miss=1 cache_local=2 cache_redis=0 "
+            "flight_followers=1 refused_draining=2 cache_bytes=0 "
+            "cache_evictions=0");
+
+  const std::map<std::string, double> samples = Scrape(metrics.port());
+  EXPECT_EQ(SampleOr0(samples, "memplan_plans_returned_total{cache=\"local\","
+                               "method=\"PlanMemory\"}"),
+            2);
+  EXPECT_EQ(SampleOr0(samples, "memplan_plans_returned_total{cache=\"redis\","
+                               "method=\"GetPlan\"}"),
+            1);
+  EXPECT_EQ(SampleOr0(samples, kLocalHits), 3);  // lookups, the failed one too
+  EXPECT_EQ(SampleOr0(samples, "memplan_planner_runs_total"), 1);
+  EXPECT_EQ(SampleOr0(samples, "memplan_flight_followers_total"), 1);
+  EXPECT_EQ(SampleOr0(samples, "memplan_refused_draining_total"), 2);
 }
 
 TEST(MetricsTest, ServeRefusesBadAddresses) {

@@ -13,8 +13,11 @@
 namespace memplan {
 namespace {
 
-std::shared_ptr<const std::string> Bytes(size_t size, char fill = 'x') {
-  return std::make_shared<const std::string>(size, fill);
+// A stored plan whose response is `size` bytes of `fill`.
+std::shared_ptr<const StoredPlan> Bytes(size_t size, char fill = 'x') {
+  auto plan = std::make_shared<StoredPlan>();
+  plan->response = std::string(size, fill);
+  return plan;
 }
 
 // A plan of `size` bytes is charged size + kCacheEntryOverheadBytes.
@@ -26,9 +29,9 @@ TEST(PlanCacheTest, FindsWhatWasInserted) {
   PlanCache cache(1 << 20);
   EXPECT_EQ(cache.FindPlan(7), nullptr);
   cache.InsertPlan(7, Bytes(100, 'a'));
-  const std::shared_ptr<const std::string> found = cache.FindPlan(7);
+  const std::shared_ptr<const StoredPlan> found = cache.FindPlan(7);
   ASSERT_NE(found, nullptr);
-  EXPECT_EQ(*found, std::string(100, 'a'));
+  EXPECT_EQ(found->response, std::string(100, 'a'));
   EXPECT_EQ(cache.FindPlan(8), nullptr);
 
   const PlanCacheCounters counters = cache.counters();
@@ -57,7 +60,7 @@ TEST(PlanCacheTest, ReplacingAnEntryChargesItOnce) {
   cache.InsertPlan(1, Bytes(300, 'b'));
   EXPECT_EQ(cache.counters().entries, 1);
   EXPECT_EQ(cache.counters().bytes, Charge(300));
-  EXPECT_EQ(*cache.FindPlan(1), std::string(300, 'b'));
+  EXPECT_EQ(cache.FindPlan(1)->response, std::string(300, 'b'));
 }
 
 // One shard of room for exactly three entries of 1000 bytes:
@@ -123,11 +126,11 @@ TEST(PlanCacheTest, CapacityZeroStoresNothing) {
 TEST(PlanCacheTest, AFoundPlanOutlivesItsEviction) {
   PlanCache cache(Charge(100), /*shards=*/1);
   cache.InsertPlan(1, Bytes(100, 'q'));
-  const std::shared_ptr<const std::string> found = cache.FindPlan(1);
+  const std::shared_ptr<const StoredPlan> found = cache.FindPlan(1);
   cache.InsertPlan(2, Bytes(100));
   EXPECT_EQ(cache.FindPlan(1), nullptr);
   ASSERT_NE(found, nullptr);
-  EXPECT_EQ(*found, std::string(100, 'q'));
+  EXPECT_EQ(found->response, std::string(100, 'q'));
 }
 
 // Threads inserting and finding at once leave a consistent cache: every
@@ -141,10 +144,11 @@ TEST(PlanCacheTest, ConcurrentUseIsConsistent) {
     threads.emplace_back([&cache, &wrong, t] {
       for (int i = 0; i < 5000; ++i) {
         const int key = (i * 7 + t) % 500;
-        cache.InsertPlan(key, Bytes(100 + key, static_cast<char>('a' + key % 26)));
-        const std::shared_ptr<const std::string> found = cache.FindPlan(key);
+        const char fill = static_cast<char>('a' + key % 26);
+        cache.InsertPlan(key, Bytes(100 + key, fill));
+        const std::shared_ptr<const StoredPlan> found = cache.FindPlan(key);
         if (found != nullptr &&
-            *found != std::string(100 + key, static_cast<char>('a' + key % 26))) {
+            found->response != std::string(100 + key, fill)) {
           ++wrong;
         }
       }

@@ -1,17 +1,24 @@
-// Tests of server/redis_cache.h: the value format, and RedisCache against a
-// real redis-server on a free loopback port: hits, misses, the TTL, garbage,
-// a Redis that is down, stopped, killed and restarted.
+// Tests of server/redis_cache.h: the key and value format, and RedisCache
+// against a real redis-server on a free loopback port: hits, misses, the
+// TTL, garbage, a Redis that is down, stopped, killed and restarted; and
+// in-process servers of two planner versions sharing it.
 #include "server/redis_cache.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/client.h"
+#include "proto/graph_hash.h"
+#include "server/server.h"
 #include "tests/service/processes.h"
 #include "tests/service/redis_commands.h"
+#include "tests/service/test_requests.h"
 
 namespace memplan {
 namespace {
@@ -33,10 +40,13 @@ TEST(RedisValueTest, RoundTrips) {
   EXPECT_EQ(DecodeRedisValue(kHash, EncodeRedisValue(kHash, "")).value(), "");
 }
 
-TEST(RedisValueTest, KeyNamesTheVersionAndTheHash) {
-  EXPECT_EQ(RedisKey(kHash),
-            "memplan:plan:v1:0123456789abcdef0123456789abcdef");
+TEST(RedisValueTest, KeyNamesTheVersionsAndTheHash) {
+  EXPECT_EQ(RedisKey(kHash, 7),
+            "memplan:plan:v1:p7:0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(RedisKey(kHash), absl::StrCat("memplan:plan:v1:p", kPlannerVersion,
+                                          ":", kHash));
   EXPECT_EQ(kRedisValueVersion, 1u);
+  EXPECT_EQ(RedisOptions().planner_version, kPlannerVersion);
 }
 
 // Each way a value can be wrong is DATA_LOSS saying what is wrong.
@@ -223,6 +233,81 @@ TEST_F(RedisCacheTest, ReconnectsAfterRedisIsKilledAndRestarted) {
   ASSERT_TRUE(Eventually([&] { return cache.Get(kHash, Soon()).ok(); }));
   EXPECT_EQ(cache.Get(kHash, Soon()).value(), "after");
   EXPECT_GE(cache.counters().connects, 2);
+}
+
+// Replicas of two planner versions sharing one Redis (kPlannerVersion is
+// bumped when a planner may plan a graph differently) never answer each
+// other's plans: a plan stored by version N is a miss for version N+1,
+// planned afresh, and each version keeps answering its own. The plan of
+// version N in Redis is marked (stats.planner), as a plan an older planner
+// made differently would be, so that whose plan each answer is shows.
+TEST_F(RedisCacheTest, ServersOfTwoPlannerVersionsNeverShareAPlan) {
+  const uint32_t kOld = kPlannerVersion, kNew = kPlannerVersion + 1;
+  const auto start = [&](uint32_t planner_version) {
+    Server::Options options;
+    options.listen = "";
+    options.service.redis = Options();
+    options.service.redis->planner_version = planner_version;
+    auto server = std::make_unique<Server>(options);
+    EXPECT_EQ(server->Start(), absl::OkStatus());
+    EXPECT_TRUE(Eventually(
+        [&] { return server->service().redis()->counters().up; }));
+    return server;
+  };
+  const v1::PlanMemoryRequest request = SmallRequest();
+  const std::string hash = RequestGraphHash(request).value();
+  const auto stored = [&](uint32_t planner_version) {
+    return RedisCommand(redis_.port(),
+                        {"GET", RedisKey(hash, planner_version)});
+  };
+
+  const std::unique_ptr<Server> old_server = start(kOld);
+  absl::StatusOr<v1::PlanMemoryResponse> old_plan =
+      MemplanClient(old_server->InProcessChannel()).PlanMemory(request);
+  ASSERT_TRUE(old_plan.ok()) << old_plan.status();
+  EXPECT_EQ(old_plan->cache(), v1::CACHE_STATUS_MISS);
+  ASSERT_TRUE(Eventually([&] { return stored(kOld).ok(); }));
+  old_plan->clear_cache();
+  old_plan->mutable_stats()->set_planner("the planner of version N");
+  ASSERT_TRUE(RedisCommand(redis_.port(),
+                           {"SET", RedisKey(hash, kOld),
+                            EncodeRedisValue(hash,
+                                             old_plan->SerializeAsString())})
+                  .ok());
+
+  const std::unique_ptr<Server> new_server = start(kNew);
+  MemplanClient to_new(new_server->InProcessChannel());
+  EXPECT_EQ(to_new.GetPlan(hash).status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<v1::PlanMemoryResponse> new_plan = to_new.PlanMemory(request);
+  ASSERT_TRUE(new_plan.ok()) << new_plan.status();
+  EXPECT_EQ(new_plan->cache(), v1::CACHE_STATUS_MISS);
+  EXPECT_EQ(new_server->metrics().planner_runs(), 1);
+  EXPECT_NE(new_plan->stats().planner(), old_plan->stats().planner());
+  ASSERT_TRUE(Eventually([&] { return stored(kNew).ok(); }));
+  new_plan->clear_cache();
+
+  // Fresh replicas of each version (nothing in memory) get their own
+  // version's plan from Redis, by PlanMemory and by GetPlan; the first
+  // version's plan is still there, unchanged.
+  for (const auto& [version, plan] :
+       {std::make_pair(kOld, *old_plan), std::make_pair(kNew, *new_plan)}) {
+    const std::unique_ptr<Server> replica = start(version);
+    MemplanClient client(replica->InProcessChannel());
+    for (int get = 0; get < 2; ++get) {
+      absl::StatusOr<v1::PlanMemoryResponse> answer =
+          get == 0 ? client.PlanMemory(request) : client.GetPlan(hash);
+      ASSERT_TRUE(answer.ok()) << version << ": " << answer.status();
+      EXPECT_EQ(answer->cache(), get == 0 ? v1::CACHE_STATUS_REDIS
+                                          : v1::CACHE_STATUS_LOCAL)
+          << version;
+      answer->clear_cache();
+      EXPECT_EQ(answer->SerializeAsString(), plan.SerializeAsString())
+          << version;
+    }
+    EXPECT_EQ(replica->metrics().planner_runs(), 0) << version;
+  }
+  EXPECT_EQ(DecodeRedisValue(hash, stored(kOld).value()).value(),
+            old_plan->SerializeAsString());
 }
 
 }  // namespace

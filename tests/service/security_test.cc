@@ -314,9 +314,9 @@ TEST(TokenAuthTest, AnUnreadableTokenFileStopsTheStart) {
 
 TEST(LimitsTest, EachCountLimitIsResourceExhaustedNamingIt) {
   Server::Options options;
-  options.limits.max_buffers = 3;
-  options.limits.max_events = 6;
-  options.limits.max_nodes = 2;
+  options.service.limits.max_buffers = 3;
+  options.service.limits.max_events = 6;
+  options.service.limits.max_nodes = 2;
   const std::unique_ptr<Server> server = StartServer(options);
   ASSERT_NE(server, nullptr);
   MemplanClient client(CreateChannel(server->address()));
@@ -374,10 +374,12 @@ TEST(LimitsTest, BadLimitsAreRefusedAtStart) {
   for (int which = 0; which < 4; ++which) {
     Server::Options options;
     options.listen = "";
-    if (which == 0) options.limits.max_buffers = 0;
-    if (which == 1) options.limits.max_events = -1;
-    if (which == 2) options.limits.max_nodes = 0;
-    if (which == 3) options.limits.max_planning_time = absl::ZeroDuration();
+    if (which == 0) options.service.limits.max_buffers = 0;
+    if (which == 1) options.service.limits.max_events = -1;
+    if (which == 2) options.service.limits.max_nodes = 0;
+    if (which == 3) {
+      options.service.limits.max_planning_time = absl::ZeroDuration();
+    }
     EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument)
         << which;
   }
@@ -392,7 +394,7 @@ TEST(LimitsTest, BadLimitsAreRefusedAtStart) {
 // lowered budget.
 TEST(PlanningTimeTest, ALongerTimeBudgetIsLoweredToTheLimit) {
   Server::Options options;
-  options.limits.max_planning_time = absl::Milliseconds(300);
+  options.service.limits.max_planning_time = absl::Milliseconds(300);
   const std::unique_ptr<Server> server = StartServer(options);
   ASSERT_NE(server, nullptr);
   MemplanClient client(CreateChannel(server->address()));
@@ -420,8 +422,8 @@ TEST(PlanningTimeTest, ALongerTimeBudgetIsLoweredToTheLimit) {
 // says that the server's limit stopped it.
 TEST(PlanningTimeTest, PlanningPastTheLimitIsResourceExhausted) {
   Server::Options options;
-  options.limits.max_planning_time = absl::Milliseconds(1);
-  options.worker_threads = 2;
+  options.service.limits.max_planning_time = absl::Milliseconds(1);
+  options.service.worker_threads = 2;
   const std::unique_ptr<Server> server = StartServer(options);
   ASSERT_NE(server, nullptr);
   MemplanClient client(CreateChannel(server->address()));
@@ -449,8 +451,8 @@ TEST(PlanningTimeTest, PlanningPastTheLimitIsResourceExhausted) {
 // documents) or not.
 TEST(DeadlineTest, AShortDeadlineStopsALongSearch) {
   Server::Options options;
-  options.worker_threads = 2;
-  options.cache_bytes = 0;
+  options.service.worker_threads = 2;
+  options.service.cache_bytes = 0;
   const std::unique_ptr<Server> server = StartServer(options);
   ASSERT_NE(server, nullptr);
   MemplanClient client(CreateChannel(server->address()));
@@ -479,8 +481,9 @@ TEST(DeadlineTest, AShortDeadlineStopsALongSearch) {
         << results[1].status();
   }
   for (int c = 0; c < 2; ++c) EXPECT_LT(elapsed[c], absl::Seconds(10));
-  EXPECT_TRUE(Eventually([&] { return server->service().calls_in_flight() == 0; },
-                         absl::Seconds(10)))
+  EXPECT_TRUE(Eventually(
+      [&] { return server->metrics().calls_in_flight(kPlanMemory) == 0; },
+      absl::Seconds(10)))
       << "the planners kept running past the deadline";
   const absl::StatusOr<v1::PlanMemoryResponse> next =
       client.PlanMemory(StaggeredRequest(50, v1::STRATEGY_BEST_FIT),
@@ -490,7 +493,7 @@ TEST(DeadlineTest, AShortDeadlineStopsALongSearch) {
 
 TEST(DeadlineTest, CancellingACallStopsItsPlanner) {
   Server::Options options;
-  options.worker_threads = 2;
+  options.service.worker_threads = 2;
   const std::unique_ptr<Server> server = StartServer(options);
   ASSERT_NE(server, nullptr);
   auto stub = v1::MemoryPlanner::NewStub(CreateChannel(server->address()));
@@ -504,13 +507,14 @@ TEST(DeadlineTest, CancellingACallStopsItsPlanner) {
     status = stub->PlanMemory(&context, request, &response);
   });
   ASSERT_TRUE(Eventually(
-      [&] { return server->service().counters().planner_runs == 1; }));
+      [&] { return server->metrics().planner_runs() == 1; }));
   absl::SleepFor(absl::Milliseconds(100));  // well into the search
   context.TryCancel();
   call.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
-  EXPECT_TRUE(Eventually([&] { return server->service().calls_in_flight() == 0; },
-                         absl::Seconds(10)))
+  EXPECT_TRUE(Eventually(
+      [&] { return server->metrics().calls_in_flight(kPlanMemory) == 0; },
+      absl::Seconds(10)))
       << "the planner kept running after the cancellation";
 }
 

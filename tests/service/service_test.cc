@@ -186,7 +186,7 @@ class ServerFixture : public ::testing::Test {
   static void SetUpTestSuite() {
     Server::Options options;
     options.listen = "";  // in-process only
-    options.cache_bytes = 0;
+    options.service.cache_bytes = 0;
     server_ = new Server(options);
     ASSERT_EQ(server_->Start(), absl::OkStatus());
   }
@@ -763,7 +763,7 @@ class CacheTest : public ::testing::Test {
   void StartServer(int64_t cache_bytes = int64_t{256} << 20) {
     Server::Options options;
     options.listen = "";
-    options.cache_bytes = cache_bytes;
+    options.service.cache_bytes = cache_bytes;
     server_ = std::make_unique<Server>(options);
     ASSERT_EQ(server_->Start(), absl::OkStatus());
     channel_ = server_->InProcessChannel();
@@ -804,7 +804,11 @@ class CacheTest : public ::testing::Test {
                    request.SerializeAsString());
   }
 
-  ServiceCounters counters() const { return server_->service().counters(); }
+  // The server's counters (server/metrics.h), and its plan cache's own.
+  ServiceMetrics& metrics() { return server_->metrics(); }
+  PlanCacheCounters cache_counters() const {
+    return server_->service().cache().counters();
+  }
 
   std::unique_ptr<Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -846,12 +850,12 @@ TEST_F(CacheTest, HitReturnsIdenticalBytesToTheMiss) {
   // What gRPC's own serializer makes of it is the same bytes.
   EXPECT_EQ(parsed.SerializeAsString(), hit);
 
-  const ServiceCounters counts = counters();
-  EXPECT_EQ(counts.calls, 3);
-  EXPECT_EQ(counts.planner_runs, 1);
-  EXPECT_EQ(counts.cache_miss, 1);
-  EXPECT_EQ(counts.cache_local, 2);
-  EXPECT_EQ(counts.cache.alias_hits, 1);  // the byte-identical request
+  EXPECT_EQ(metrics().calls(kPlanMemory), 3);
+  EXPECT_EQ(metrics().planner_runs(), 1);
+  EXPECT_EQ(metrics().plans_returned(kPlanMemory, v1::CACHE_STATUS_MISS), 1);
+  EXPECT_EQ(metrics().plans_returned(kPlanMemory, v1::CACHE_STATUS_LOCAL), 2);
+  // The byte-identical request.
+  EXPECT_EQ(cache_counters().alias_hits, 1);
 }
 
 // A request invalid only in its labels has the graph hash of a valid one
@@ -876,7 +880,7 @@ TEST_F(CacheTest, InvalidLabelsAreRefusedEvenWhenThePlanIsCached) {
       RawCall("/memplan.v1.MemoryPlanner/PlanMemory", "\xff\xff\xff");
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
       << status.error_message();
-  EXPECT_EQ(counters().planner_runs, 1);
+  EXPECT_EQ(metrics().planner_runs(), 1);
 }
 
 // Distinct graphs through a small cache: the charged bytes never exceed
@@ -896,15 +900,15 @@ TEST_F(CacheTest, EvictionHonoursTheByteBound) {
         client_->PlanMemory(request(i));
     ASSERT_TRUE(response.ok()) << response.status();
     EXPECT_EQ(response->cache(), v1::CACHE_STATUS_MISS) << i;
-    ASSERT_LE(counters().cache.bytes, kCacheBytes) << "after graph " << i;
+    ASSERT_LE(cache_counters().bytes, kCacheBytes) << "after graph " << i;
   }
-  const ServiceCounters counts = counters();
-  EXPECT_GT(counts.cache.evictions, 0) << counts.ToString();
-  EXPECT_LT(counts.cache.entries, 2 * kGraphs);  // plans and aliases
+  const PlanCacheCounters cache = cache_counters();
+  EXPECT_GT(cache.evictions, 0) << cache.ToString();
+  EXPECT_LT(cache.entries, 2 * kGraphs);  // plans and aliases
   EXPECT_EQ(client_->PlanMemory(request(kGraphs - 1))->cache(),
             v1::CACHE_STATUS_LOCAL);
   EXPECT_EQ(client_->PlanMemory(request(0))->cache(), v1::CACHE_STATUS_MISS);
-  EXPECT_LE(counters().cache.bytes, kCacheBytes);
+  EXPECT_LE(cache_counters().bytes, kCacheBytes);
 }
 
 // 100 identical requests at once, none cached: the planner runs once. The
@@ -939,13 +943,14 @@ TEST_F(CacheTest, SingleFlightPlansConcurrentIdenticalRequestsOnce) {
     first.clear_cache();
     EXPECT_EQ(plan.SerializeAsString(), first.SerializeAsString());
   }
-  const ServiceCounters counts = counters();
-  EXPECT_EQ(counts.planner_runs, 1) << counts.ToString();
+  const std::string counts = metrics().Summary();
+  EXPECT_EQ(metrics().planner_runs(), 1) << counts;
   EXPECT_EQ(misses, 1);
-  EXPECT_EQ(counts.cache_miss, 1);
-  EXPECT_EQ(counts.cache_local, kCalls - 1);
-  EXPECT_EQ(counts.calls, kCalls);
-  EXPECT_GT(counts.flight_followers, 0) << counts.ToString();
+  EXPECT_EQ(metrics().plans_returned(kPlanMemory, v1::CACHE_STATUS_MISS), 1);
+  EXPECT_EQ(metrics().plans_returned(kPlanMemory, v1::CACHE_STATUS_LOCAL),
+            kCalls - 1);
+  EXPECT_EQ(metrics().calls(kPlanMemory), kCalls);
+  EXPECT_GT(metrics().flight_followers(), 0) << counts;
 }
 
 // A call whose own deadline cuts its search short gets that plan, but it is
@@ -968,7 +973,7 @@ TEST_F(CacheTest, APlanCutShortByTheCallersDeadlineIsNotStored) {
   }
   // The server finishes the cut call's planning soon after the deadline.
   const absl::Time give_up = absl::Now() + absl::Seconds(60);
-  while (server_->service().calls_in_flight() > 0 && absl::Now() < give_up) {
+  while (metrics().calls_in_flight(kPlanMemory) > 0 && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   const absl::StatusOr<v1::PlanMemoryResponse> full =
@@ -1002,13 +1007,15 @@ bool Await(const std::function<bool()>& reached) {
 
 // Waits until the server has `calls` PlanMemory calls in progress.
 bool AwaitCallsInFlight(const Server& server, int64_t calls) {
-  return Await([&] { return server.service().calls_in_flight() == calls; });
+  return Await([&] {
+    return server.metrics().calls_in_flight(kPlanMemory) == calls;
+  });
 }
 
 // Waits until the server's planner has started `runs` times: a call has
 // joined the flight of its graph as the leader and plans.
 bool AwaitPlannerRuns(const Server& server, int64_t runs) {
-  return Await([&] { return server.service().counters().planner_runs == runs; });
+  return Await([&] { return server.metrics().planner_runs() == runs; });
 }
 
 // A follower whose deadline passes while it waits leaves at once; the
@@ -1032,10 +1039,10 @@ TEST_F(CacheTest, AFollowerPastItsDeadlineLeavesTheFlight) {
   leader.join();
   ASSERT_TRUE(led.ok()) << led.status();
   EXPECT_EQ(led->cache(), v1::CACHE_STATUS_MISS);
-  EXPECT_EQ(counters().flight_followers, 1);
+  EXPECT_EQ(metrics().flight_followers(), 1);
   EXPECT_EQ(client_->PlanMemory(SlowRequest())->cache(),
             v1::CACHE_STATUS_LOCAL);
-  EXPECT_EQ(counters().planner_runs, 1);
+  EXPECT_EQ(metrics().planner_runs(), 1);
 }
 
 // A leader whose own deadline ends its search does not answer its
@@ -1051,7 +1058,7 @@ TEST_F(CacheTest, FollowersOfALeaderCutShortPlanThemselves) {
   leader.join();
   ASSERT_TRUE(followed.ok()) << followed.status();
   EXPECT_EQ(followed->cache(), v1::CACHE_STATUS_MISS);  // it led in the end
-  EXPECT_EQ(counters().planner_runs, 2);
+  EXPECT_EQ(metrics().planner_runs(), 2);
   const absl::StatusOr<v1::PlanMemoryResponse> again =
       client_->PlanMemory(SlowRequest());
   ASSERT_TRUE(again.ok()) << again.status();
@@ -1151,7 +1158,7 @@ TEST_F(CacheTest, TracesAreNeverStoredAndHitsStillCarryThem) {
   EXPECT_THAT(names, ::testing::ElementsAre("PlanMemory", "alias_lookup",
                                             "queue", "decode", "hash",
                                             "cache_lookup"));
-  EXPECT_EQ(counters().planner_runs, 1);
+  EXPECT_EQ(metrics().planner_runs(), 1);
 }
 
 // A traced request that follows a flight gets the leader's plan with a
@@ -1172,8 +1179,8 @@ TEST_F(CacheTest, AFollowerThatAsksForATraceGetsOne) {
   EXPECT_EQ(led->trace_json(), "");
   EXPECT_EQ(followed->cache(), v1::CACHE_STATUS_LOCAL);
   EXPECT_EQ(followed->graph_hash(), led->graph_hash());
-  EXPECT_EQ(counters().planner_runs, 1);
-  EXPECT_EQ(counters().flight_followers, 1);
+  EXPECT_EQ(metrics().planner_runs(), 1);
+  EXPECT_EQ(metrics().flight_followers(), 1);
 
   std::string graph_hash;
   EXPECT_EQ(BufferSlicesOf(followed->trace_json(), &graph_hash), 2000);
@@ -1195,8 +1202,8 @@ TEST_F(CacheTest, NoCacheMeansEveryCallPlans) {
     ASSERT_TRUE(response.ok()) << response.status();
     EXPECT_EQ(response->cache(), v1::CACHE_STATUS_MISS);
   }
-  EXPECT_EQ(counters().planner_runs, 3);
-  EXPECT_EQ(counters().cache.entries, 0);
+  EXPECT_EQ(metrics().planner_runs(), 3);
+  EXPECT_EQ(cache_counters().entries, 0);
   EXPECT_EQ(client_->GetPlan(RequestGraphHash(SmallRequest()).value())
                 .status()
                 .code(),
@@ -1325,9 +1332,9 @@ TEST(ServerTest, TraceDirStaysUnderItsBound) {
 TEST(ServerTest, RejectsBadOptions) {
   Server::Options options;
   options.listen = "";
-  options.worker_threads = 1;
+  options.service.worker_threads = kMinWorkerThreads - 1;
   EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument);
-  options.worker_threads = 4;
+  options.service.worker_threads = 4;
   options.max_message_bytes = 0;
   EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument);
   options.max_message_bytes = 1 << 20;
@@ -1348,10 +1355,11 @@ TEST(ServerTest, ShutdownFinishesCallsInFlight) {
   absl::StatusOr<v1::PlanMemoryResponse> result;
   std::thread call([&] { result = client.PlanMemory(LargeRequest(20000)); });
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (server.service().calls_in_flight() == 0 && absl::Now() < give_up) {
+  while (server.metrics().calls_in_flight(kPlanMemory) == 0 &&
+         absl::Now() < give_up) {
     absl::SleepFor(absl::Microseconds(200));
   }
-  ASSERT_EQ(server.service().calls_in_flight(), 1);
+  ASSERT_EQ(server.metrics().calls_in_flight(kPlanMemory), 1);
   server.Shutdown(absl::Seconds(30));
   call.join();
   ASSERT_TRUE(result.ok()) << result.status();
