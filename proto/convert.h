@@ -16,9 +16,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/inductor/wrapper_lines.h"
 #include "core/planner.h"
 #include "core/types.h"
-#include "core/wrapper_lines.h"
 #include "memplan/v1/memory_planner.pb.h"
 
 namespace memplan {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
-#include "core/symbolic_plan.h"
+#include "core/symbolic/symbolic_plan.h"
 #include "proto/convert.h"
 
 namespace memplan {

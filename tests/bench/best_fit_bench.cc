@@ -34,8 +34,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
-#include "core/best_fit.h"
-#include "core/placement.h"
+#include "core/placement/best_fit.h"
+#include "core/placement/placement.h"
 #include "tests/placement/random_placement.h"
 
 ABSL_FLAG(std::string, benchmarks_dir, MEMPLAN_BENCHMARKS_DIR,

@@ -15,7 +15,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "core/inductor_planner.h"
+#include "core/inductor/pool_planner.h"
 #include "core/validator.h"
 #include "proto/convert.h"
 #include "proto/graph_files.h"

@@ -25,8 +25,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "core/optimal_search.h"
-#include "core/placement.h"
+#include "core/placement/optimal_search.h"
+#include "core/placement/placement.h"
 
 ABSL_FLAG(std::string, benchmarks_dir, MEMPLAN_BENCHMARKS_DIR,
           "directory holding minimalloc/challenging/*.csv and "

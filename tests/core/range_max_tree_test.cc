@@ -1,6 +1,6 @@
 // RangeMaxTree against a plain array, on random adds and queries from fixed
 // seeds, for sizes that are and are not powers of two.
-#include "core/range_max_tree.h"
+#include "core/inductor/range_max_tree.h"
 
 #include <algorithm>
 #include <cstdint>

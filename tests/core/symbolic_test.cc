@@ -1,7 +1,7 @@
 // Tests of core/symbolic.h: the sympy-syntax parser (every operator,
 // precedence, calls, whitespace, errors with positions, the nesting cap),
 // printing, light simplification and exact evaluation.
-#include "core/symbolic.h"
+#include "core/symbolic/symbolic.h"
 
 #include <cstdint>
 #include <limits>

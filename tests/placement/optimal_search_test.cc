@@ -1,7 +1,7 @@
 // Tests of OptimalPlace (core/optimal_search.h): exact heights against an
 // exhaustive search over every offset on thousands of tiny random problems,
 // capacities, pinned items, alignment, the deadline, determinism.
-#include "core/optimal_search.h"
+#include "core/placement/optimal_search.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,7 +12,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/placement.h"
+#include "core/placement/placement.h"
 #include "gtest/gtest.h"
 #include "tests/placement/random_placement.h"
 

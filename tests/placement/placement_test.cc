@@ -1,4 +1,4 @@
-#include "core/placement.h"
+#include "core/placement/placement.h"
 
 #include <limits>
 #include <sstream>

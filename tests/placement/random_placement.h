@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/placement.h"
+#include "core/placement/placement.h"
 #include "core/types.h"
 
 namespace memplan {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "core/inductor_planner.h"
-#include "core/search_planners.h"
-#include "core/stats.h"
+#include "core/bounds.h"
+#include "core/inductor/pool_planner.h"
+#include "core/placement/placement_planners.h"
 #include "core/validator.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"

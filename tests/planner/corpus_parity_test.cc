@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/inductor_planner.h"
+#include "core/inductor/pool_planner.h"
 #include "core/validator.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"

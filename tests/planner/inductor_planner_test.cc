@@ -1,4 +1,4 @@
-#include "core/inductor_planner.h"
+#include "core/inductor/pool_planner.h"
 
 #include <algorithm>
 #include <numeric>

@@ -5,8 +5,8 @@
 // every machine and under the sanitizers.
 #include <string>
 
-#include "core/search_planners.h"
-#include "core/stats.h"
+#include "core/bounds.h"
+#include "core/placement/placement_planners.h"
 #include "core/validator.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"

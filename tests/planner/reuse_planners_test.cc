@@ -3,16 +3,16 @@
 // reference code, each checked for its decisions and for a plan the
 // independent validator accepts. Line numbers in the comments are indices
 // into program.lines; "|" marks a kernel (a line of another kind).
-#include "core/reuse_planners.h"
+#include "core/inductor/reuse_planner.h"
 
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/inductor/wrapper_lines.h"
 #include "core/problem.h"
 #include "core/validator.h"
-#include "core/wrapper_lines.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/random_problems.h"

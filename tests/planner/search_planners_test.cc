@@ -1,15 +1,15 @@
 // Strategies best_fit, optimal and auto: pool-mode rules, pinned offsets,
 // per-buffer alignment, capacity, and auto never above Inductor.
-#include "core/search_planners.h"
+#include "core/placement/placement_planners.h"
 
 #include <string>
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "core/inductor_planner.h"
-#include "core/planners.h"
+#include "core/bounds.h"
+#include "core/inductor/pool_planner.h"
 #include "core/problem.h"
-#include "core/stats.h"
+#include "core/strategies.h"
 #include "core/validator.h"
 #include "gtest/gtest.h"
 #include "tests/core/random_problems.h"

@@ -8,7 +8,7 @@
 //     every pool mode;
 //   - buffers whose size depends on data follow torch 2.11's
 //     earliest_available rule (hand-written cases).
-#include "core/symbolic_plan.h"
+#include "core/symbolic/symbolic_plan.h"
 
 #include <google/protobuf/util/json_util.h>
 
@@ -20,10 +20,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "core/inductor_planner.h"
-#include "core/planners.h"
+#include "core/inductor/pool_planner.h"
 #include "core/problem.h"
-#include "core/symbolic.h"
+#include "core/strategies.h"
+#include "core/symbolic/symbolic.h"
 #include "core/validator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/wrapper_lines.h"
+#include "core/inductor/wrapper_lines.h"
 
 namespace memplan {
 namespace wrapper_line_builders {

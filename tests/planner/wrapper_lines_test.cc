@@ -1,4 +1,4 @@
-#include "core/wrapper_lines.h"
+#include "core/inductor/wrapper_lines.h"
 
 #include <string>
 #include <vector>

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "core/stats.h"
+#include "core/bounds.h"
 #include "core/types.h"
 #include "proto/grpc_status.h"
 #include "tests/service/test_requests.h"

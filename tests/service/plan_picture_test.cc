@@ -22,7 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/planners.h"
+#include "core/strategies.h"
 #include "tests/core/random_problems.h"
 #include "tests/service/processes.h"
 

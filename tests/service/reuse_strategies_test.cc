@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "client/client.h"
-#include "core/planners.h"
+#include "core/strategies.h"
 #include "core/validator.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"

@@ -22,8 +22,8 @@
 // prunes subtrees in which no TemporalSplit has room in time for the buffer
 // (an exact shortcut: Inductor's walk would fail there too), so that 20,000
 // outputs living to the end plan in milliseconds instead of quadratic time.
-#ifndef MEMPLAN_CORE_INDUCTOR_PLANNER_H_
-#define MEMPLAN_CORE_INDUCTOR_PLANNER_H_
+#ifndef MEMPLAN_CORE_INDUCTOR_POOL_PLANNER_H_
+#define MEMPLAN_CORE_INDUCTOR_POOL_PLANNER_H_
 
 #include "core/planner.h"
 
@@ -76,4 +76,4 @@ class InductorPlanner : public Planner {
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_INDUCTOR_PLANNER_H_
+#endif  // MEMPLAN_CORE_INDUCTOR_POOL_PLANNER_H_

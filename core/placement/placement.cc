@@ -1,7 +1,7 @@
 // The placement validator is deliberately written apart from every
 // placement strategy: it shares no helper with them, and checks overlaps
 // with its own sweep over time.
-#include "core/placement.h"
+#include "core/placement/placement.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -11,8 +11,8 @@
 // or a query touches has a parent that is not inside the range, so every
 // ancestor of it is an ancestor of the range's first or last leaf: queries
 // push those two paths down first, and updates rebuild them after.
-#ifndef MEMPLAN_CORE_RANGE_MAX_TREE_H_
-#define MEMPLAN_CORE_RANGE_MAX_TREE_H_
+#ifndef MEMPLAN_CORE_INDUCTOR_RANGE_MAX_TREE_H_
+#define MEMPLAN_CORE_INDUCTOR_RANGE_MAX_TREE_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -105,4 +105,4 @@ class RangeMaxTree {
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_RANGE_MAX_TREE_H_
+#endif  // MEMPLAN_CORE_INDUCTOR_RANGE_MAX_TREE_H_

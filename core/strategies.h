@@ -1,6 +1,6 @@
 // The registry of planning strategies, by name.
-#ifndef MEMPLAN_CORE_PLANNERS_H_
-#define MEMPLAN_CORE_PLANNERS_H_
+#ifndef MEMPLAN_CORE_STRATEGIES_H_
+#define MEMPLAN_CORE_STRATEGIES_H_
 
 #include <vector>
 
@@ -19,4 +19,4 @@ const Planner* FindPlanner(absl::string_view name);
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_PLANNERS_H_
+#endif  // MEMPLAN_CORE_STRATEGIES_H_

@@ -1,4 +1,4 @@
-#include "core/optimal_search.h"
+#include "core/placement/optimal_search.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/best_fit.h"
+#include "core/placement/best_fit.h"
 
 namespace memplan {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/search_planners.h"
+#include "core/placement/placement_planners.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,11 +10,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/best_fit.h"
-#include "core/inductor_planner.h"
-#include "core/optimal_search.h"
-#include "core/pool_layout.h"
-#include "core/stats.h"
+#include "core/placement/best_fit.h"
+#include "core/inductor/pool_planner.h"
+#include "core/placement/optimal_search.h"
+#include "core/placement/pool_layout.h"
+#include "core/bounds.h"
 
 namespace memplan {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/symbolic.h"
+#include "core/symbolic/symbolic.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -45,8 +45,8 @@
 // A buffer pinned at a fixed_offset stays there only when what lies below
 // it cannot grow (INVALID_ARGUMENT otherwise). The capacity and the stats
 // are the size hints' (the plan's integer sizes).
-#ifndef MEMPLAN_CORE_SYMBOLIC_PLAN_H_
-#define MEMPLAN_CORE_SYMBOLIC_PLAN_H_
+#ifndef MEMPLAN_CORE_SYMBOLIC_SYMBOLIC_PLAN_H_
+#define MEMPLAN_CORE_SYMBOLIC_SYMBOLIC_PLAN_H_
 
 #include <cstddef>
 #include <string>
@@ -57,7 +57,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "core/symbolic.h"
+#include "core/symbolic/symbolic.h"
 #include "core/types.h"
 
 namespace memplan {
@@ -121,4 +121,4 @@ absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan);
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_SYMBOLIC_PLAN_H_
+#endif  // MEMPLAN_CORE_SYMBOLIC_SYMBOLIC_PLAN_H_

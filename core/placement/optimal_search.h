@@ -38,14 +38,14 @@
 // sequence. Turns count nodes, not time, so a search that completes gives
 // the same answer on every run. Minimizing bisects over heights with a
 // node budget per probe that doubles every pass.
-#ifndef MEMPLAN_CORE_OPTIMAL_SEARCH_H_
-#define MEMPLAN_CORE_OPTIMAL_SEARCH_H_
+#ifndef MEMPLAN_CORE_PLACEMENT_OPTIMAL_SEARCH_H_
+#define MEMPLAN_CORE_PLACEMENT_OPTIMAL_SEARCH_H_
 
 #include <cstdint>
 #include <ostream>
 
 #include "absl/status/statusor.h"
-#include "core/placement.h"
+#include "core/placement/placement.h"
 #include "core/planner.h"
 
 namespace memplan {
@@ -119,4 +119,4 @@ absl::StatusOr<SearchResult> OptimalPlace(const PlacementProblem& problem,
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_OPTIMAL_SEARCH_H_
+#endif  // MEMPLAN_CORE_PLACEMENT_OPTIMAL_SEARCH_H_

@@ -1,4 +1,4 @@
-#include "core/inductor_planner.h"
+#include "core/inductor/pool_planner.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -14,10 +14,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/bounds.h"
 #include "core/live_ranges.h"
-#include "core/stats.h"
-#include "core/symbolic.h"
-#include "core/symbolic_plan.h"
+#include "core/symbolic/symbolic.h"
+#include "core/symbolic/symbolic_plan.h"
 
 namespace memplan {
 namespace {

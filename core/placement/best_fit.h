@@ -17,12 +17,12 @@
 // Pinned items are placed first, at their fixed offsets; the others never
 // overlap them. Capacity is not consulted: callers compare the height with
 // PlacementProblem::capacity.
-#ifndef MEMPLAN_CORE_BEST_FIT_H_
-#define MEMPLAN_CORE_BEST_FIT_H_
+#ifndef MEMPLAN_CORE_PLACEMENT_BEST_FIT_H_
+#define MEMPLAN_CORE_PLACEMENT_BEST_FIT_H_
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/placement.h"
+#include "core/placement/placement.h"
 #include "core/planner.h"
 
 namespace memplan {
@@ -150,4 +150,4 @@ absl::StatusOr<Placement> BestFitPortfolio(
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_BEST_FIT_H_
+#endif  // MEMPLAN_CORE_PLACEMENT_BEST_FIT_H_

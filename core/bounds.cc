@@ -1,4 +1,4 @@
-#include "core/stats.h"
+#include "core/bounds.h"
 
 #include <algorithm>
 #include <utility>

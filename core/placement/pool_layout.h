@@ -30,14 +30,14 @@
 // in no placement problem: it gets a pool of its own, so that no pool is
 // in use before such a buffer's size is known (torch 2.11's
 // Allocation.earliest_available, strictest form).
-#ifndef MEMPLAN_CORE_POOL_LAYOUT_H_
-#define MEMPLAN_CORE_POOL_LAYOUT_H_
+#ifndef MEMPLAN_CORE_PLACEMENT_POOL_LAYOUT_H_
+#define MEMPLAN_CORE_PLACEMENT_POOL_LAYOUT_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/placement.h"
+#include "core/placement/placement.h"
 #include "core/types.h"
 
 namespace memplan {
@@ -87,4 +87,4 @@ Plan PlanFromPlacements(const Problem& problem,
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_POOL_LAYOUT_H_
+#endif  // MEMPLAN_CORE_PLACEMENT_POOL_LAYOUT_H_

@@ -22,8 +22,8 @@
 // as Inductor's LiveRange(begin, end) numbers, which memplan reads as the
 // half-open [begin, end) of core/types.h with Inductor's overlap rule
 // (core/live_ranges.h). Outputs extend to one past the last timestep.
-#ifndef MEMPLAN_CORE_WRAPPER_LINES_H_
-#define MEMPLAN_CORE_WRAPPER_LINES_H_
+#ifndef MEMPLAN_CORE_INDUCTOR_WRAPPER_LINES_H_
+#define MEMPLAN_CORE_INDUCTOR_WRAPPER_LINES_H_
 
 #include <cstdint>
 #include <string>
@@ -176,4 +176,4 @@ std::vector<PoolUsage> MarkFirstLastUsage(const PoolLines& lines,
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_WRAPPER_LINES_H_
+#endif  // MEMPLAN_CORE_INDUCTOR_WRAPPER_LINES_H_

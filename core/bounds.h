@@ -1,6 +1,6 @@
 // Measures of a problem and of a plan: lower bound, pool bytes, peak.
-#ifndef MEMPLAN_CORE_STATS_H_
-#define MEMPLAN_CORE_STATS_H_
+#ifndef MEMPLAN_CORE_BOUNDS_H_
+#define MEMPLAN_CORE_BOUNDS_H_
 
 #include <string>
 #include <vector>
@@ -73,4 +73,4 @@ Bytes PeakPoolBytes(const Problem& problem, const Plan& plan);
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_STATS_H_
+#endif  // MEMPLAN_CORE_BOUNDS_H_

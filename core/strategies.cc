@@ -1,8 +1,8 @@
-#include "core/planners.h"
+#include "core/strategies.h"
 
-#include "core/inductor_planner.h"
-#include "core/reuse_planners.h"
-#include "core/search_planners.h"
+#include "core/inductor/pool_planner.h"
+#include "core/inductor/reuse_planner.h"
+#include "core/placement/placement_planners.h"
 
 namespace memplan {
 

@@ -14,8 +14,8 @@
 //
 // Pool modes, devices and names are the planners' business (core/planners);
 // a placement is one pool of one device.
-#ifndef MEMPLAN_CORE_PLACEMENT_H_
-#define MEMPLAN_CORE_PLACEMENT_H_
+#ifndef MEMPLAN_CORE_PLACEMENT_PLACEMENT_H_
+#define MEMPLAN_CORE_PLACEMENT_PLACEMENT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -112,4 +112,4 @@ SpatialTimes FindSpatialTimes(const PlacementProblem& problem);
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_PLACEMENT_H_
+#endif  // MEMPLAN_CORE_PLACEMENT_PLACEMENT_H_

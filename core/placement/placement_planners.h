@@ -4,8 +4,8 @@
 // device (core/pool_layout.h), so each respects the mode's sharing rules;
 // in `intermediates` mode intermediates may use an output's pool while the
 // output is not live.
-#ifndef MEMPLAN_CORE_SEARCH_PLANNERS_H_
-#define MEMPLAN_CORE_SEARCH_PLANNERS_H_
+#ifndef MEMPLAN_CORE_PLACEMENT_PLACEMENT_PLANNERS_H_
+#define MEMPLAN_CORE_PLACEMENT_PLACEMENT_PLANNERS_H_
 
 #include "core/planner.h"
 
@@ -56,4 +56,4 @@ class AutoPlanner : public Planner {
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_SEARCH_PLANNERS_H_
+#endif  // MEMPLAN_CORE_PLACEMENT_PLACEMENT_PLANNERS_H_

@@ -80,8 +80,8 @@
 // with has_allocation) get bytes of their own, so that every buffer has a
 // place. Pools are named pool0, pool1, ... in the order their first storage
 // was made.
-#ifndef MEMPLAN_CORE_REUSE_PLANNERS_H_
-#define MEMPLAN_CORE_REUSE_PLANNERS_H_
+#ifndef MEMPLAN_CORE_INDUCTOR_REUSE_PLANNER_H_
+#define MEMPLAN_CORE_INDUCTOR_REUSE_PLANNER_H_
 
 #include <cstdint>
 #include <optional>
@@ -221,4 +221,4 @@ class NncPlanner : public Planner {
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_REUSE_PLANNERS_H_
+#endif  // MEMPLAN_CORE_INDUCTOR_REUSE_PLANNER_H_

@@ -32,8 +32,8 @@
 // stacks, so deep expressions cost memory in proportion to their size, and
 // parsing is capped at kMaxExpressionChars characters and
 // kMaxExpressionNesting open parentheses / calls.
-#ifndef MEMPLAN_CORE_SYMBOLIC_H_
-#define MEMPLAN_CORE_SYMBOLIC_H_
+#ifndef MEMPLAN_CORE_SYMBOLIC_SYMBOLIC_H_
+#define MEMPLAN_CORE_SYMBOLIC_SYMBOLIC_H_
 
 #include <cstdint>
 #include <string>
@@ -196,4 +196,4 @@ class ExprArena {
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_CORE_SYMBOLIC_H_
+#endif  // MEMPLAN_CORE_SYMBOLIC_SYMBOLIC_H_

@@ -1,4 +1,4 @@
-#include "core/pool_layout.h"
+#include "core/placement/pool_layout.h"
 
 #include <algorithm>
 #include <limits>

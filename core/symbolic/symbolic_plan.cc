@@ -1,4 +1,4 @@
-#include "core/symbolic_plan.h"
+#include "core/symbolic/symbolic_plan.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "core/reuse_planners.h"
+#include "core/inductor/reuse_planner.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -18,9 +18,9 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/range_max_tree.h"
-#include "core/stats.h"
-#include "core/wrapper_lines.h"
+#include "core/inductor/range_max_tree.h"
+#include "core/bounds.h"
+#include "core/inductor/wrapper_lines.h"
 
 namespace memplan {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/best_fit.h"
+#include "core/placement/best_fit.h"
 
 #include <algorithm>
 #include <atomic>
