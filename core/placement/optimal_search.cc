@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/placement/best_fit.h"
+#include "core/placement/best_fit_portfolio.h"
 
 namespace memplan {
 namespace {

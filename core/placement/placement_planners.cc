@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/placement/best_fit.h"
+#include "core/placement/best_fit_portfolio.h"
 #include "core/inductor/pool_planner.h"
 #include "core/placement/optimal_search.h"
 #include "core/placement/pool_layout.h"

@@ -35,6 +35,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "core/placement/best_fit.h"
+#include "core/placement/best_fit_portfolio.h"
 #include "core/placement/placement.h"
 #include "tests/placement/random_placement.h"
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/placement/best_fit_portfolio.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/placement/random_placement.h"

@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "core/placement/best_fit.h"
+#include "core/placement/best_fit_portfolio.h"
 #include "gtest/gtest.h"
 #include "tests/placement/random_placement.h"
 
