@@ -32,6 +32,9 @@
 // stacks, so deep expressions cost memory in proportion to their size, and
 // parsing is capped at kMaxExpressionChars characters and
 // kMaxExpressionNesting open parentheses / calls.
+//
+// ExprArena's builders are in expression_building.cc, Parse in parsing.cc,
+// Print in printing.cc, Evaluate in evaluation.cc (beside this file).
 #ifndef MEMPLAN_CORE_SYMBOLIC_SYMBOLIC_H_
 #define MEMPLAN_CORE_SYMBOLIC_SYMBOLIC_H_
 
