@@ -2,6 +2,7 @@
 
 #include "core/inductor/pool_planner.h"
 #include "core/inductor/reuse_planner.h"
+#include "core/nnc/nnc_planner.h"
 #include "core/placement/placement_planners.h"
 
 namespace memplan {

@@ -173,7 +173,7 @@ struct Assignment {
 // Prints "pool#index@offset".
 std::ostream& operator<<(std::ostream& os, const Assignment& assignment);
 
-struct ReferenceDecisions;  // core/reuse_planners.h
+struct ReferenceDecisions;  // core/reference_decisions.h
 
 // A plan: pools, and one assignment per buffer, parallel to
 // Problem::buffers.
@@ -199,8 +199,9 @@ struct Plan {
   // e.g. "inductor" or "best_fit(size)", and whether it is proven minimal.
   std::string planner;
   bool proven_optimal = false;
-  // Strategies "reuse" and "nnc" (core/reuse_planners.h): the decisions of
-  // the compiler pass they restate (not compared by ==); null otherwise.
+  // Strategies "reuse" and "nnc" (core/reference_decisions.h): the
+  // decisions of the compiler pass they restate (not compared by ==); null
+  // otherwise.
   std::shared_ptr<const ReferenceDecisions> decisions;
   // Every planner run that made or competed for this plan, in the order
   // they ran (not compared by ==): auto's candidates' runs included.

@@ -7,9 +7,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/bounds.h"
-#include "core/inductor/reuse_planner.h"
 #include "core/inductor/wrapper_lines.h"
 #include "core/problem.h"
+#include "core/reference_decisions.h"
 #include "core/symbolic/symbolic_plan.h"
 #include "proto/status_details.h"
 

@@ -11,7 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/inductor/wrapper_lines.h"
+#include "core/nnc/nnc_planner.h"
 #include "core/problem.h"
+#include "core/reference_decisions.h"
 #include "core/validator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
