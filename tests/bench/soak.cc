@@ -32,8 +32,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/graph_files.h"
 #include "client/load_test.h"
-#include "proto/graph_files.h"
 #include "tests/service/processes.h"
 
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(120),

@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "client/graph_files.h"
 #include "core/bounds.h"
 #include "core/inductor/pool_planner.h"
 #include "core/placement/placement_planners.h"
 #include "core/validator.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
 #include "tests/core/test_names.h"
 
 namespace memplan {

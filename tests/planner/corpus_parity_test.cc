@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "client/graph_files.h"
 #include "core/inductor/pool_planner.h"
 #include "core/validator.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
 #include "tests/core/test_names.h"
 
 namespace memplan {

@@ -5,12 +5,12 @@
 // every machine and under the sanitizers.
 #include <string>
 
+#include "client/graph_files.h"
 #include "core/bounds.h"
 #include "core/placement/placement_planners.h"
 #include "core/validator.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
 
 namespace memplan {
 namespace {

@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "client/graph_files.h"
 #include "core/inductor/pool_planner.h"
 #include "core/problem.h"
 #include "core/strategies.h"
@@ -29,7 +30,6 @@
 #include "gtest/gtest.h"
 #include "memplan/v1/corpus_file.pb.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
 #include "tests/core/random_problems.h"
 #include "tests/core/test_names.h"
 

@@ -22,7 +22,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
+#include "client/graph_files.h"
 #include "proto/graph_hash.h"
 #include "tests/service/processes.h"
 #include "tests/service/scrape.h"

@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
+#include "client/graph_files.h"
 #include "server/server.h"
 #include "tests/service/test_requests.h"
 #include "tests/core/test_names.h"

@@ -1,5 +1,5 @@
 // Tests of proto/graph_files.h: MiniMalloc CSV and corpus JSON files.
-#include "proto/graph_files.h"
+#include "client/graph_files.h"
 
 
 #include <algorithm>

@@ -18,7 +18,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
+#include "client/graph_files.h"
 #include "proto/graph_hash.h"
 #include "server/server.h"
 #include "tests/service/test_requests.h"

@@ -10,8 +10,8 @@
 //     columns are ignored), then one row per buffer: its name, its half-open
 //     live range [lower, upper) in timesteps, its size in bytes, its
 //     alignment in bytes and the offset in bytes it is pinned at.
-#ifndef MEMPLAN_PROTO_GRAPH_FILES_H_
-#define MEMPLAN_PROTO_GRAPH_FILES_H_
+#ifndef MEMPLAN_CLIENT_GRAPH_FILES_H_
+#define MEMPLAN_CLIENT_GRAPH_FILES_H_
 
 #include <string>
 #include <vector>
@@ -96,4 +96,4 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromFile(const std::string& path);
 
 }  // namespace memplan
 
-#endif  // MEMPLAN_PROTO_GRAPH_FILES_H_
+#endif  // MEMPLAN_CLIENT_GRAPH_FILES_H_

@@ -1,4 +1,4 @@
-#include "proto/graph_files.h"
+#include "client/graph_files.h"
 
 #include <algorithm>
 #include <cerrno>
