@@ -37,7 +37,7 @@
 #include "core/placement/best_fit.h"
 #include "core/placement/best_fit_portfolio.h"
 #include "core/placement/placement.h"
-#include "tests/placement/random_placement.h"
+#include "tests/core/placement/random_placement.h"
 
 ABSL_FLAG(std::string, benchmarks_dir, MEMPLAN_BENCHMARKS_DIR,
           "directory holding idealloc/*.csv (header id,lower,upper,size)");
