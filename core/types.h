@@ -146,9 +146,9 @@ struct Pool {
   std::string name;    // "pool0", "pool1", ... in creation order
   std::string device;  // the device of every buffer in the pool
   Bytes size = 0;      // bytes the caller allocates
-  // Under dynamic shapes (core/symbolic_plan.h): the bytes as a sympy
-  // expression over the buffers' size symbols, valid for every value of
-  // them, equal to `size` at the size hints; "" otherwise.
+  // Under dynamic shapes (core/symbolic/symbolic_plan.h): the bytes as a
+  // sympy expression over the buffers' size symbols, valid for every value
+  // of them, equal to `size` at the size hints; "" otherwise.
   std::string symbolic_size;
 
   friend bool operator==(const Pool& a, const Pool& b) {
@@ -192,8 +192,9 @@ struct PlannerRun {
 struct Plan {
   std::vector<Pool> pools;
   std::vector<Assignment> assignments;
-  // Under dynamic shapes (core/symbolic_plan.h): each assignment's offset
-  // as a sympy expression, parallel to `assignments`; empty otherwise.
+  // Under dynamic shapes (core/symbolic/symbolic_plan.h): each assignment's
+  // offset as a sympy expression, parallel to `assignments`; empty
+  // otherwise.
   std::vector<std::string> symbolic_offsets;
   // How the plan was found (not compared by ==): the strategy that made it,
   // e.g. "inductor" or "best_fit(size)", and whether it is proven minimal.

@@ -48,7 +48,7 @@ bool IsDynamic(const Problem& problem) {
 }
 
 // Whether plans of `strategy` depend on names, dtypes, symbolic sizes and
-// every wrapper line (core/reuse_planners.h).
+// every wrapper line (core/inductor/reuse_planner.h, core/nnc/nnc_planner.h).
 bool FollowsLabels(absl::string_view strategy) {
   return strategy == "reuse" || strategy == "nnc";
 }

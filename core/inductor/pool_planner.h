@@ -56,7 +56,7 @@ class InductorPlanner : public Planner {
   // SpatialSplits dropped). Offsets are multiples of problem.alignment (64
   // in Inductor). Under dynamic shapes (some buffer's symbolic size names a
   // symbol) the plan also carries Inductor's symbolic pool sizes and
-  // offsets (core/symbolic_plan.h): the tree's sizes as
+  // offsets (core/symbolic/symbolic_plan.h): the tree's sizes as
   // AllocationTreeNode.get_symbolic_size (TemporalSplit: Max over children;
   // SpatialSplit: align(left) + right) after finalize, offsets accumulated
   // down the tree as finalize does. A buffer whose size depends on data

@@ -1,8 +1,7 @@
-// Range add and range maximum over a fixed array of byte counts, in
-// O(log n) per operation and without recursion: what strategy "reuse" needs
-// for Inductor's EfficientPeakEstimate (core/reuse_planners.h), which keeps
-// the memory in use per kernel and adds a held storage over a range of
-// kernels.
+// Range add and range maximum over a fixed array of byte counts, in O(log n)
+// per operation and without recursion: what strategy "reuse" needs for
+// Inductor's EfficientPeakEstimate (core/inductor/reuse_planner.h), which keeps
+// the memory in use per kernel and adds a held storage over a range of kernels.
 //
 // A perfect binary tree in one array, leaves [L, 2L) for the smallest power
 // of two L >= n (the leaves past n hold 0 and are never asked for): an inner

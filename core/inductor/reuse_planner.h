@@ -20,8 +20,9 @@
 //     held at those nodes). Refused, the freed storage goes back. The bytes
 //     per node are Inductor's own when the lines carry them
 //     (WrapperLine::scheduler_node, WrapperProgram::scheduler_node_bytes):
-//     then the decisions are Inductor's (tests/service: 30 of 30 on five
-//     graphs captured from torch 2.11). Otherwise every line of another
+//     then the decisions are Inductor's (tests/server/
+//     reuse_strategies_test.cc: 30 of 30 on five graphs captured from
+//     torch 2.11). Otherwise every line of another
 //     kind counts as a node, with the bytes of the groups held while it
 //     runs, which misses graph inputs and extern kernels' outputs: on those
 //     five graphs that made Inductor's 30 reuses and 8 more;

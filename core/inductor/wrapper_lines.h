@@ -63,9 +63,9 @@ struct WrapperLine {
   AllocationInfo allocation;  // kAllocate: the buffer
   // kFreeIfNotReused of a buffer that no ALLOCATE line names (e.g. an extern
   // kernel's output, which the kernel call allocates): `allocation`
-  // describes it, so that strategies "reuse" and "nnc"
-  // (core/reuse_planners.h) may reuse its storage as Inductor does. Ignored
-  // by GroupWrapperLines and for every other line.
+  // describes it, so that strategies "reuse" (core/inductor/reuse_planner.h)
+  // and "nnc" (core/nnc/nnc_planner.h) may reuse its storage as Inductor
+  // does. Ignored by GroupWrapperLines and for every other line.
   bool has_allocation = false;
   // kAllocate, kFreeIfNotReused: the index of the scheduler node Inductor
   // wrote the line for (the line's scheduler_node_index), for strategy
@@ -82,7 +82,7 @@ struct WrapperProgram {
   // second result of torch/_inductor/memory.py estimate_peak_memory, which
   // EfficientPeakEstimate keeps; one entry per node plus one), for strategy
   // "reuse"'s peak check; empty: unknown, strategy "reuse" estimates from
-  // the lines instead (core/reuse_planners.h).
+  // the lines instead (core/inductor/reuse_planner.h).
   std::vector<Bytes> scheduler_node_bytes;
 };
 

@@ -484,7 +484,7 @@ class BestFitEngine {
     for (size_t r = 0; r < keys.size(); ++r) rank[keys[r].item] = r;
   }
 
-  // Returns each item's contention (core/best_fit.h) in bytes; 0 for items
+  // Returns each item's contention (best_fit.h) in bytes; 0 for items
   // that are not spatial. A sweep gives the load of every leaf, and a
   // range-maximum tree over the leaves the maximum over each live range.
   std::vector<uint64_t> Contention() const {

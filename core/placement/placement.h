@@ -12,8 +12,9 @@
 //          +--------+--------+----> timestep
 //          0        3        6
 //
-// Pool modes, devices and names are the planners' business (core/planners);
-// a placement is one pool of one device.
+// Pool modes, devices and names are the strategies' business
+// (core/placement/pool_layout.h maps a pool mode onto placements); a
+// placement is one pool of one device.
 #ifndef MEMPLAN_CORE_PLACEMENT_PLACEMENT_H_
 #define MEMPLAN_CORE_PLACEMENT_PLACEMENT_H_
 

@@ -1,7 +1,7 @@
 // Maps a problem's pool mode onto one single-pool placement problem per
-// device (core/placement.h), and placements back onto pools, so that every
-// search strategy (best-fit, exact search) respects the mode's sharing rules
-// without knowing them.
+// device (core/placement/placement.h), and placements back onto pools, so
+// that every search strategy (best-fit, exact search) respects the mode's
+// sharing rules without knowing them.
 //
 // The trick is one virtual address space per device, cut into regions that
 // become pools, with a pinned "barrier" item between regions that is live

@@ -8,11 +8,12 @@
 //
 //   Strategy inductor (and pool mode none, which every strategy plans with
 //   Inductor's algorithm): exactly as torch 2.11's memory_planning.py, from
-//   the planner's TemporalSplit / SpatialSplit tree (core/inductor_planner.h):
-//   an Allocation's size is its buffer's symbolic size, a TemporalSplit's
-//   the Max over its children, a SpatialSplit's align(left) + right (left
-//   alone once finalize dropped an empty right); offsets add align(left)
-//   down every right branch; a pool's size is its root's.
+//   the planner's TemporalSplit / SpatialSplit tree
+//   (core/inductor/pool_planner.h): an Allocation's size is its buffer's
+//   symbolic size, a TemporalSplit's the Max over its children, a
+//   SpatialSplit's align(left) + right (left alone once finalize dropped an
+//   empty right); offsets add align(left) down every right branch; a pool's
+//   size is its root's.
 //
 //   Every other plan (AddSymbolicPlan): the plan at the size hints gives,
 //   in each pool, an order of the buffers by (offset, size, index); of two
@@ -35,12 +36,12 @@
 //   plan's own offsets and pool sizes (unless a zero-byte buffer lies
 //   inside another, where the gap would be negative).
 //
-//   Plans of strategies reuse and nnc (core/reuse_planners.h), whose pools
-//   hold storages back to back, each taken by buffers at one offset: a
-//   storage's size is the Max of its buffers' sizes (equal under reuse's
-//   key) and each starts at align(the end of the one below + the hint
-//   plan's gap), whatever the live ranges, as the compilers allocate them
-//   (stacking buffer by buffer would nest one Max per storage below).
+//   Plans of strategies reuse and nnc (core/inductor/storage_layout.h), whose
+//   pools hold storages back to back, each taken by buffers at one offset: a
+//   storage's size is the Max of its buffers' sizes (equal under reuse's key)
+//   and each starts at align(the end of the one below + the hint plan's gap),
+//   whatever the live ranges, as the compilers allocate them (stacking buffer
+//   by buffer would nest one Max per storage below).
 //
 // A buffer pinned at a fixed_offset stays there only when what lies below
 // it cannot grow (INVALID_ARGUMENT otherwise). The capacity and the stats
@@ -70,8 +71,9 @@ inline constexpr size_t kMaxSymbolicPlanChars = size_t{2} << 20;
 // once (a graph's buffers share a few sizes).
 class SymbolicSizeChecker {
  public:
-  // Returns OK when `text` is "" or an expression (core/symbolic.h) that,
-  // if it is a constant, equals `size` bytes. Else INVALID_ARGUMENT, e.g.
+  // Returns OK when `text` is "" or an expression (core/symbolic/symbolic.h)
+  // that, if it is a constant, equals `size` bytes. Else INVALID_ARGUMENT,
+  // e.g.
   //   symbolic_size: at position 5: expected an integer, ..., got '*'
   //   symbolic_size: the constant 96 is not size_bytes 128
   // The caller prefixes the buffer, event or write it belongs to.

@@ -1,4 +1,4 @@
-// Tests of proto/graph_files.h: MiniMalloc CSV and corpus JSON files.
+// Tests of client/graph_files.h: MiniMalloc CSV and corpus JSON files.
 #include "client/graph_files.h"
 
 

@@ -434,7 +434,7 @@ TEST(PlanToResponseTest, FillsPoolsAssignmentsAndStats) {
   // Intermediates mode: c (50 bytes) has a pool of at most 64 bytes that
   // lends 64 bytes before t=2 and 14 after; a and b (300 bytes at t=1) need
   // 300 - 64 more at least, and a alone (100 > 64) cannot go there: so 50 +
-  // 300 at t=1 (ModeLowerBound's derivation, core/stats.h).
+  // 300 at t=1 (ModeLowerBound's derivation, core/bounds.h).
   EXPECT_EQ(response->stats().mode_lower_bound_bytes(), 350);
   EXPECT_EQ(response->stats().mode_lower_bound_bytes(), ModeLowerBound(problem));
   // pool0 holds the output c.

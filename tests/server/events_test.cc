@@ -189,7 +189,7 @@ TEST(EventsServiceTest, SymbolicSizesOnEventsGiveSymbolicPlans) {
 }
 
 // a -> b -> c (output) as nodes, and the buffers Inductor derives for them
-// (tests/planner/wrapper_lines_test.cc draws the lines).
+// (tests/core/inductor/wrapper_lines_test.cc draws the lines).
 TEST(NodesServiceTest, PlansTheBuffersOfTheSchedule) {
   v1::PlanMemoryRequest nodes;
   const struct {

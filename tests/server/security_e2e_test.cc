@@ -240,7 +240,7 @@ v1::PlanMemoryRequest SlowRequest(absl::Duration budget) {
 // new or the same connection, gets UNAVAILABLE), the call in flight goes on
 // after the shutdown began and succeeds with its whole plan, and the
 // process exits 0. (How long the search runs depends on the machine: its
-// time budget becomes a work budget, core/search_planners.cc.)
+// time budget becomes a work budget, core/placement/placement_planners.cc.)
 TEST(DrainEndToEndTest, SigtermFinishesTheCallInFlightAndExitsZero) {
   ServerProcess server;
   ASSERT_EQ(server.Start(kServerBinary, {"--shutdown_grace=60s"}),

@@ -47,7 +47,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-// SmallRequest() (tests/service/test_requests.h) with `strategy`.
+// SmallRequest() (tests/proto/test_requests.h) with `strategy`.
 v1::PlanMemoryRequest SmallRequestWith(v1::Strategy strategy) {
   v1::PlanMemoryRequest request = SmallRequest();
   request.mutable_options()->set_strategy(strategy);
@@ -161,7 +161,7 @@ int64_t PoolBytesHoldingOutputs(const v1::PlanMemoryRequest& request,
 }
 
 // Returns N from a capacity error's "N bytes more than
-// options.capacity_bytes (C)" (core/stats.h CapacityStatus), or -1.
+// options.capacity_bytes (C)" (core/bounds.h CapacityStatus), or -1.
 int64_t BytesOverCapacity(const std::string& message, int64_t capacity) {
   const std::regex pattern(
       "([0-9]+) bytes more than options\\.capacity_bytes \\(" +
@@ -248,7 +248,7 @@ TEST_P(ServiceTest, PlansASmallProblem) {
     EXPECT_EQ(assignment.offset() % 64, 0);
   }
   EXPECT_EQ(response.stats().lower_bound_bytes(), 300);
-  // Intermediates mode: c's own pool lends at most 64 bytes (core/stats.h).
+  // Intermediates mode: c's own pool lends at most 64 bytes (core/bounds.h).
   EXPECT_EQ(response.stats().mode_lower_bound_bytes(), 350);
   EXPECT_GE(response.stats().mode_lower_bound_bytes(),
             response.stats().lower_bound_bytes());

@@ -1,5 +1,6 @@
-// Builders of Inductor wrapper lines (core/wrapper_lines.h) for tests: the
-// event streams the wrapper-line, reuse and nnc tests write by hand.
+// Builders of Inductor wrapper lines (core/inductor/wrapper_lines.h) for
+// tests: the event streams the wrapper-line, reuse and nnc tests write by
+// hand.
 #ifndef MEMPLAN_TESTS_CORE_INDUCTOR_WRAPPER_LINE_BUILDERS_H_
 #define MEMPLAN_TESTS_CORE_INDUCTOR_WRAPPER_LINE_BUILDERS_H_
 

@@ -26,7 +26,7 @@ PoolLines GroupOrDie(const WrapperProgram& program) {
   return lines.ok() ? *std::move(lines) : PoolLines();
 }
 
-// The example of core/wrapper_lines.h.
+// The example of core/inductor/wrapper_lines.h.
 TEST(GroupWrapperLinesTest, GroupsReusesAndExtendsOutputs) {
   WrapperProgram program;
   program.lines = {Allocate("buf0", 128), Allocate("buf1", 64), Kernel(),

@@ -258,7 +258,7 @@ TEST(BestFitPlaceTest, StopsWhenCancelled) {
 
 // A plain reference best-fit: the order by stable sorts on the documented
 // keys, and for each item a scan over every item placed before it.
-// O(n^2 log n); shares nothing with core/best_fit.cc.
+// O(n^2 log n); shares nothing with core/placement/best_fit.cc.
 std::vector<Bytes> ReferenceBestFit(const PlacementProblem& problem,
                                     BestFitOrder order) {
   const std::vector<PlacementItem>& items = problem.items;

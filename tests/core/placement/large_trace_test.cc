@@ -1,6 +1,6 @@
 // Strategy optimal on a trace too large for the exact search as a whole:
 // the search then packs windows around the trace's peak exactly and places
-// the rest around them by best fit (core/optimal_search.cc,
+// the rest around them by best fit (core/placement/optimal_search.cc,
 // ImproveAroundPeak). Under a work budget, so that the plan is the same on
 // every machine and under the sanitizers.
 #include <string>

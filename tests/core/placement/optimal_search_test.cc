@@ -1,6 +1,7 @@
-// Tests of OptimalPlace (core/optimal_search.h): exact heights against an
-// exhaustive search over every offset on thousands of tiny random problems,
-// capacities, pinned items, alignment, the deadline, determinism.
+// Tests of OptimalPlace (core/placement/optimal_search.h): exact heights
+// against an exhaustive search over every offset on thousands of tiny
+// random problems, capacities, pinned items, alignment, the deadline,
+// determinism.
 #include "core/placement/optimal_search.h"
 
 #include <algorithm>

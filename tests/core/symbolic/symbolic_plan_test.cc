@@ -1,4 +1,4 @@
-// Symbolic pool sizes and offsets (core/symbolic_plan.h):
+// Symbolic pool sizes and offsets (core/symbolic/symbolic_plan.h):
 //   - on the corpus's dynamic-shape graphs (*_dyn*), strategy inductor's
 //     expressions equal Inductor's own (recorded in the files) at the size
 //     hints and at 50 pseudo-random symbol values per file;

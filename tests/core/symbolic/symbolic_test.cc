@@ -1,4 +1,4 @@
-// Tests of core/symbolic.h: the sympy-syntax parser (every operator,
+// Tests of core/symbolic/symbolic.h: the sympy-syntax parser (every operator,
 // precedence, calls, whitespace, errors with positions, the nesting cap),
 // printing, light simplification and exact evaluation.
 #include "core/symbolic/symbolic.h"
