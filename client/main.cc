@@ -69,12 +69,12 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/graph_files.h"
 #include "client/load_test.h"
 #include "client/plan_picture.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
 #include "proto/status_details.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",

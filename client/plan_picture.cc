@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/stats.h"
+#include "core/bounds.h"
 #include "proto/plan_by_device.h"
 
 namespace memplan {

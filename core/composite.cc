@@ -4,7 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
-#include "core/stats.h"
+#include "core/bounds.h"
 
 namespace memplan {
 namespace {

@@ -12,8 +12,8 @@
 
 namespace memplan {
 
-struct PoolLines;       // core/wrapper_lines.h
-struct WrapperProgram;  // core/wrapper_lines.h
+struct PoolLines;       // core/inductor/wrapper_lines.h
+struct WrapperProgram;  // core/inductor/wrapper_lines.h
 
 // What bounds one planning run: the caller's deadline and cancellation.
 struct PlanContext {
@@ -111,7 +111,7 @@ class Planner {
 };
 
 // Returns `plan` when it fits problem.capacity or context.return_over_capacity
-// is set, else RESOURCE_EXHAUSTED (core/stats.h CapacityStatus, proven when
+// is set, else RESOURCE_EXHAUSTED (core/bounds.h CapacityStatus, proven when
 // plan.infeasibility_proven).
 absl::StatusOr<Plan> WithinCapacity(const Problem& problem,
                                     const PlanContext& context, Plan plan);

@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "core/symbolic_plan.h"
+#include "core/symbolic/symbolic_plan.h"
 
 namespace memplan {
 namespace {

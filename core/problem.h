@@ -21,7 +21,7 @@ namespace memplan {
 // 0 or such a power of two; fixed_offset -1 or in [0, kMaxBufferBytes] and a
 // multiple of the buffer's alignment; capacity >= 0; symbolic_size "" or an
 // expression in sympy's syntax that, when constant, equals the size
-// (core/symbolic_plan.h SymbolicSizeChecker), e.g.
+// (core/symbolic/symbolic_plan.h SymbolicSizeChecker), e.g.
 //   buffers[3] ("buf7"): symbolic_size: at position 5: expected an integer,
 //   a symbol, a function call, '(' or a sign, got '*'
 absl::Status ValidateProblem(const Problem& problem);

@@ -146,9 +146,9 @@ struct Pool {
   std::string name;    // "pool0", "pool1", ... in creation order
   std::string device;  // the device of every buffer in the pool
   Bytes size = 0;      // bytes the caller allocates
-  // Under dynamic shapes (core/symbolic_plan.h): the bytes as a sympy
-  // expression over the buffers' size symbols, valid for every value of
-  // them, equal to `size` at the size hints; "" otherwise.
+  // Under dynamic shapes (core/symbolic/symbolic_plan.h): the bytes as a
+  // sympy expression over the buffers' size symbols, valid for every value
+  // of them, equal to `size` at the size hints; "" otherwise.
   std::string symbolic_size;
 
   friend bool operator==(const Pool& a, const Pool& b) {
@@ -173,8 +173,8 @@ struct Assignment {
 // Prints "pool#index@offset".
 std::ostream& operator<<(std::ostream& os, const Assignment& assignment);
 
-struct ReferenceDecisions;  // core/reuse_planners.h
-struct PlacementSeed;       // core/search_planners.h
+struct ReferenceDecisions;  // core/reference_decisions.h
+struct PlacementSeed;       // core/placement/placement_planners.h
 
 // One run of a planner inside a plan, for traces: which strategy placed
 // which device's buffers, and when (wall clock, absl::Now()).
@@ -193,8 +193,9 @@ struct PlannerRun {
 struct Plan {
   std::vector<Pool> pools;
   std::vector<Assignment> assignments;
-  // Under dynamic shapes (core/symbolic_plan.h): each assignment's offset
-  // as a sympy expression, parallel to `assignments`; empty otherwise.
+  // Under dynamic shapes (core/symbolic/symbolic_plan.h): each assignment's
+  // offset as a sympy expression, parallel to `assignments`; empty
+  // otherwise.
   std::vector<std::string> symbolic_offsets;
   // How the plan was found (not compared by ==): the strategy that made it,
   // e.g. "inductor" or "best_fit(size)", and whether it is proven minimal.
@@ -207,8 +208,9 @@ struct Plan {
   // and optimal), from which a search may start (PlanContext::incumbent);
   // null otherwise (not compared by ==).
   std::shared_ptr<const PlacementSeed> placements;
-  // Strategies "reuse" and "nnc" (core/reuse_planners.h): the decisions of
-  // the compiler pass they restate (not compared by ==); null otherwise.
+  // Strategies "reuse" and "nnc" (core/reference_decisions.h): the
+  // decisions of the compiler pass they restate (not compared by ==); null
+  // otherwise.
   std::shared_ptr<const ReferenceDecisions> decisions;
   // Every planner run that made or competed for this plan, in the order
   // they ran (not compared by ==): auto's candidates' runs included.

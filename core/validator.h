@@ -26,7 +26,7 @@ namespace memplan {
 //                      the alignment, plus padding (below);
 //       outputs:       all outputs of a device are in one pool, except
 //                      those whose size depends on data (they may have
-//                      pools of their own, core/pool_layout.h);
+//                      pools of their own, core/placement/pool_layout.h);
 //       combined:      one pool per device holds all of its buffers, unless
 //                      a buffer of the device has a data-dependent size
 //                      (torch 2.11's Allocation.earliest_available may then

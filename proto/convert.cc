@@ -6,11 +6,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/bounds.h"
+#include "core/inductor/wrapper_lines.h"
 #include "core/problem.h"
-#include "core/reuse_planners.h"
-#include "core/stats.h"
-#include "core/symbolic_plan.h"
-#include "core/wrapper_lines.h"
+#include "core/reference_decisions.h"
+#include "core/symbolic/symbolic_plan.h"
 #include "proto/status_details.h"
 
 namespace memplan {

@@ -16,9 +16,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/inductor/wrapper_lines.h"
 #include "core/planner.h"
 #include "core/types.h"
-#include "core/wrapper_lines.h"
 #include "memplan/v1/memory_planner.pb.h"
 
 namespace memplan {
@@ -53,7 +53,7 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 //     does not parse (the message gives the 0-based position in it and what
 //     was expected) or is a constant other than size_bytes.
 // A request with events (instead of buffers) gets the buffer groups core
-// GroupWrapperLines derives from them (core/wrapper_lines.h), `*lines`
+// GroupWrapperLines derives from them (core/inductor/wrapper_lines.h), `*lines`
 // (when not null) their mapping to events and `*program` (when not null)
 // the events as wrapper lines (a FREE_IF_NOT_REUSED with size_bytes has
 // has_allocation); then INVALID_ARGUMENT also names
@@ -98,7 +98,7 @@ PlanContext WithWrapperLines(const ResolvedRequest& resolved,
 absl::StatusOr<ResolvedRequest> ResolveRequest(
     const v1::PlanMemoryRequest& request);
 
-// Returns the planner name (core/planners.h FindPlanner) for `strategy`:
+// Returns the planner name (core/strategies.h FindPlanner) for `strategy`:
 // kDefaultStrategy ("auto") for STRATEGY_UNSPECIFIED, else "inductor",
 // "best_fit", "optimal", "auto", "reuse" or "nnc". Returns INVALID_ARGUMENT
 // for a number the enum does not define.
@@ -145,7 +145,7 @@ struct ResponseInfo {
 // to problem.buffers): pools in plan order (name, device, size in bytes,
 // symbolic size), assignments as (pool name, offset in bytes, symbolic
 // offset when plan.symbolic_offsets has them), and stats as DESIGN.md
-// "Stats" from core/stats.h (lower_bound_bytes = LowerBound, total_pool_bytes
+// "Stats" from core/bounds.h (lower_bound_bytes = LowerBound, total_pool_bytes
 // = TotalPoolBytes, peak_bytes = PeakPoolBytes, mode_lower_bound_bytes =
 // ModeLowerBound, retained_bytes = RetainedBytes, all in bytes summed over
 // devices; planner = plan.planner, or info.planner when that is empty;

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "core/planners.h"
-#include "core/symbolic_plan.h"
+#include "core/strategies.h"
+#include "core/symbolic/symbolic_plan.h"
 #include "proto/convert.h"
 
 namespace memplan {
@@ -49,7 +49,7 @@ bool IsDynamic(const Problem& problem) {
 }
 
 // Whether plans of `strategy` depend on names, dtypes, symbolic sizes and
-// every wrapper line (core/reuse_planners.h).
+// every wrapper line (core/inductor/reuse_planner.h, core/nnc/nnc_planner.h).
 bool FollowsLabels(absl::string_view strategy) {
   const Planner* planner = FindPlanner(strategy);
   return planner != nullptr && planner->capabilities().follows_wrapper_lines;

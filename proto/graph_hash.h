@@ -29,15 +29,15 @@
 //     i64     fixed_offset in bytes (-1: free)
 //   u64     event count (0 for a request with buffers)
 //   per event, in request order (what the response's event indices
-//   depend on, from core/wrapper_lines.h PoolLines):
+//   depend on, from core/inductor/wrapper_lines.h PoolLines):
 //     i64     the buffer group of its pool line, or -1
 //     u8      allocates (1: an ALLOCATE of that group)
 //     i64     its timestep (0: outside every run)
 //   only for a dynamic request, one where some buffer's size depends on data
 //   or some symbolic_size is neither "" nor a plain decimal number (the
-//   response then has symbolic sizes, core/symbolic_plan.h, and the other
-//   strategies than inductor give data-dependent buffers pools of their
-//   own), per buffer, in request order:
+//   response then has symbolic sizes, core/symbolic/symbolic_plan.h, and
+//   the other strategies than inductor give data-dependent buffers pools of
+//   their own), per buffer, in request order:
 //     string  symbolic_size, as sent
 //
 //   for strategies "reuse" and "nnc" only, whose decisions name buffers and
@@ -75,9 +75,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "core/planners.h"
+#include "core/inductor/wrapper_lines.h"
+#include "core/strategies.h"
 #include "core/types.h"
-#include "core/wrapper_lines.h"
 #include "memplan/v1/memory_planner.pb.h"
 #include "proto/convert.h"
 

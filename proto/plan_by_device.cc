@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/stats.h"
+#include "core/bounds.h"
 
 namespace memplan {
 

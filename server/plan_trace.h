@@ -12,7 +12,7 @@
 //   ]}
 //
 // One event per line; keys in each object sorted by name (the whole of
-// a small plan's trace: tests/service/testdata/small_plan.trace.json).
+// a small plan's trace: tests/server/testdata/small_plan.trace.json).
 //
 // Processes (pid) and threads (tid):
 //   pid 1          "memplan call", tid 1 "phases": one complete ("X") event,

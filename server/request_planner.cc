@@ -9,8 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/planners.h"
-#include "core/symbolic_plan.h"
+#include "core/strategies.h"
+#include "core/symbolic/symbolic_plan.h"
 #include "core/validator.h"
 
 namespace memplan {

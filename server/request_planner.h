@@ -44,7 +44,7 @@ class RequestPlanner {
       const v1::PlanMemoryRequest& request) const;
 
   // Plans `resolved` (graph hash `graph_hash`, 32 hex characters) under
-  // `call`: the strategy's planner (core/planners.h) with its
+  // `call`: the strategy's planner (core/strategies.h) with its
   // search_deadline moved up to now + the time budget and its deadline up
   // to now + limits.max_planning_time, ValidatePlan (core/validator.h),
   // AddSymbolicPlan, PlanToResponse with stats and the graph hash; the

@@ -7,7 +7,8 @@
 #                (a short fuzz session, MEMPLAN_FUZZ_SECONDS, default 30);
 #   build-tsan/  clang, -O1, ThreadSanitizer: every test but those of the
 #                planning core alone (MEMPLAN_CORE_TESTS=OFF: core/ starts
-#                no thread; the service tests drive it from the server's).
+#                threads only in the best-fit portfolio, whose test stays;
+#                the server tests drive the core from the server's threads).
 # The sanitizer builds leave out the benchmark programs, and their ctest
 # runs leave out the soak (its rate and memory mean nothing under a
 # sanitizer) and the container test. Every sanitizer finding fails its test.

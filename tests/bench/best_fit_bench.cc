@@ -34,9 +34,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
-#include "core/best_fit.h"
-#include "core/placement.h"
-#include "tests/placement/random_placement.h"
+#include "core/placement/best_fit.h"
+#include "core/placement/best_fit_portfolio.h"
+#include "core/placement/placement.h"
+#include "tests/core/placement/random_placement.h"
 
 ABSL_FLAG(std::string, benchmarks_dir, MEMPLAN_BENCHMARKS_DIR,
           "directory holding idealloc/*.csv (header id,lower,upper,size)");

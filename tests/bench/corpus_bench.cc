@@ -15,10 +15,10 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "core/inductor_planner.h"
+#include "client/graph_files.h"
+#include "core/inductor/pool_planner.h"
 #include "core/validator.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
 
 ABSL_FLAG(std::string, corpus_dir, MEMPLAN_CORPUS_DIR,
           "directory of Inductor corpus JSON files");

@@ -15,11 +15,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "core/planners.h"
-#include "core/stats.h"
+#include "client/graph_files.h"
+#include "core/bounds.h"
+#include "core/strategies.h"
 #include "core/validator.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
 #include "proto/graph_hash.h"
 
 ABSL_FLAG(std::string, strategy, "inductor", "the planner to time");

@@ -1,8 +1,8 @@
-// memplan-optimal-bench: runs OptimalPlace (core/optimal_search.h) on the
-// MiniMalloc benchmark instances and prints, per instance, the buffer
+// memplan-optimal-bench: runs OptimalPlace (core/placement/optimal_search.h) on
+// the MiniMalloc benchmark instances and prints, per instance, the buffer
 // count, the search time, the height found, the lower bound, whether a
-// placement under the capacity was found and whether the answer is proven,
-// and the search nodes; then the totals.
+// placement under the capacity was found and whether the answer is proven, and
+// the search nodes; then the totals.
 //
 //   build/tests/bench/memplan-optimal-bench [--benchmarks_dir=DIR]
 //       [--time_limit=60] [--minimize]
@@ -25,8 +25,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "core/optimal_search.h"
-#include "core/placement.h"
+#include "core/placement/optimal_search.h"
+#include "core/placement/placement.h"
 
 ABSL_FLAG(std::string, benchmarks_dir, MEMPLAN_BENCHMARKS_DIR,
           "directory holding minimalloc/challenging/*.csv and "

@@ -17,13 +17,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/time/clock.h"
-#include "core/inductor_planner.h"
-#include "core/planners.h"
-#include "core/search_planners.h"
-#include "core/stats.h"
+#include "client/graph_files.h"
+#include "core/bounds.h"
+#include "core/inductor/pool_planner.h"
+#include "core/placement/placement_planners.h"
+#include "core/strategies.h"
 #include "core/validator.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
 
 ABSL_FLAG(std::string, corpus_dir, MEMPLAN_CORPUS_DIR,
           "directory of Inductor corpus JSON files");

@@ -32,9 +32,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/graph_files.h"
 #include "client/load_test.h"
-#include "proto/graph_files.h"
-#include "tests/service/processes.h"
+#include "tests/server/processes.h"
 
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(120),
           "how long the soak runs at --fraction of the maximum");

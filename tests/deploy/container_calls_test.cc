@@ -16,7 +16,7 @@
 #include "core/types.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "proto/convert.h"
-#include "proto/graph_files.h"
+#include "client/graph_files.h"
 
 namespace memplan {
 namespace {

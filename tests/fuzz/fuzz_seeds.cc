@@ -21,9 +21,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "client/graph_files.h"
 #include "memplan/v1/memory_planner.pb.h"
-#include "proto/graph_files.h"
-#include "tests/service/test_requests.h"
+#include "tests/proto/test_requests.h"
 
 namespace memplan {
 namespace {

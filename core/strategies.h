@@ -1,0 +1,34 @@
+// The registry of planning strategies, by name.
+#ifndef MEMPLAN_CORE_STRATEGIES_H_
+#define MEMPLAN_CORE_STRATEGIES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/planner.h"
+
+namespace memplan {
+
+// The version of the planners' behaviour: bumped whenever a strategy may
+// return another plan (pools, offsets or stats) for the same input, so that
+// plans cached by an older server (in process or in a shared Redis) are not
+// served: graph hashes and Redis keys carry it. The golden test
+// (tests/core/golden_plans_test.cc) fails on any change to a corpus plan
+// until it is bumped with the digest recorded there.
+//   1: the first planners.
+//   2: the exact search's peak windows and best fit's orders (changed under
+//      version 1), the composites of core/composite.h.
+inline constexpr uint32_t kPlannerVersion = 2;
+
+// Returns every strategy, in a fixed order ("inductor" first). The planners
+// live for the whole program. Tests iterate this list so that a new planner
+// inherits every case.
+const std::vector<const Planner*>& AllPlanners();
+
+// Returns the planner named `name` (e.g. "inductor"), or nullptr.
+const Planner* FindPlanner(absl::string_view name);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_STRATEGIES_H_

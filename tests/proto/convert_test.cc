@@ -1,0 +1,545 @@
+// Tests of proto/convert.h: wire <-> core, and the request validation every
+// PlanMemory call goes through.
+#include "proto/convert.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "core/bounds.h"
+#include "core/types.h"
+#include "tests/proto/test_requests.h"
+
+namespace memplan {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Expects RequestToProblem(request) to fail with INVALID_ARGUMENT and a
+// message containing every one of `parts`.
+void ExpectInvalid(const v1::PlanMemoryRequest& request,
+                   std::initializer_list<const char*> parts) {
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_FALSE(problem.ok());
+  EXPECT_EQ(problem.status().code(), absl::StatusCode::kInvalidArgument)
+      << problem.status();
+  for (const char* part : parts) {
+    EXPECT_THAT(std::string(problem.status().message()), HasSubstr(part));
+  }
+}
+
+TEST(RequestToProblemTest, MapsEveryField) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  v1::Buffer* b = request.mutable_buffers(1);
+  b->add_names("b_inplace");
+  b->set_symbolic_size("2*s0");
+  b->set_size_is_data_dependent(true);
+  request.mutable_buffers(2)->set_device("");
+  b->set_alignment(512);
+  b->set_fixed_offset(1024);
+  request.mutable_options()->set_pool_mode(v1::POOL_MODE_OUTPUTS);
+  request.mutable_options()->set_alignment(128);
+  request.mutable_options()->set_capacity_bytes(1 << 20);
+
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  ASSERT_EQ(problem->buffers.size(), 3u);
+  EXPECT_EQ(problem->pool_mode, PoolMode::kOutputs);
+  EXPECT_EQ(problem->alignment, 128);
+  EXPECT_EQ(problem->capacity, 1 << 20);
+  const Buffer& buffer = problem->buffers[1];
+  EXPECT_EQ(buffer.names, (std::vector<std::string>{"b", "b_inplace"}));
+  EXPECT_EQ(buffer.size, 200);
+  EXPECT_EQ(buffer.symbolic_size, "2*s0");
+  EXPECT_EQ(buffer.live_range, (LiveRange{1, 3}));
+  EXPECT_FALSE(buffer.is_output);
+  EXPECT_EQ(buffer.device, "cuda:0");
+  EXPECT_EQ(buffer.dtype, "torch.float32");
+  EXPECT_TRUE(buffer.size_is_data_dependent);
+  EXPECT_EQ(buffer.alignment, 512);
+  EXPECT_EQ(buffer.fixed_offset, 1024);
+  EXPECT_EQ(problem->AlignmentOf(1), 512);
+  EXPECT_TRUE(problem->buffers[2].is_output);
+  EXPECT_EQ(problem->buffers[2].device, "");
+}
+
+TEST(RequestToProblemTest, DefaultsAlignmentPoolModeCapacityAndPins) {
+  const absl::StatusOr<Problem> problem = RequestToProblem(SmallRequest());
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->alignment, kDefaultAlignment);
+  EXPECT_EQ(problem->pool_mode, PoolMode::kIntermediates);
+  EXPECT_EQ(problem->capacity, 0);  // no limit
+  for (const Buffer& buffer : problem->buffers) {
+    EXPECT_EQ(buffer.alignment, 0) << buffer;     // the problem's
+    EXPECT_EQ(buffer.fixed_offset, -1) << buffer;  // free
+  }
+}
+
+// A buffer's alignment below the request's leaves the request's in force.
+TEST(RequestToProblemTest, EffectiveAlignmentIsTheLarger) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->set_alignment(256);
+  request.mutable_buffers(0)->set_alignment(8);
+  request.mutable_buffers(1)->set_alignment(4096);
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->AlignmentOf(0), 256);
+  EXPECT_EQ(problem->AlignmentOf(1), 4096);
+  EXPECT_EQ(problem->AlignmentOf(2), 256);
+}
+
+// A pin at offset 0 is a pin, not "unset": `optional` tells them apart.
+TEST(RequestToProblemTest, FixedOffsetZeroPins) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(2)->set_fixed_offset(0);
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->buffers[2].fixed_offset, 0);
+  EXPECT_EQ(problem->buffers[1].fixed_offset, -1);
+}
+
+TEST(RequestToProblemTest, MapsEveryPoolMode) {
+  const struct {
+    v1::PoolMode wire;
+    PoolMode core;
+  } kModes[] = {{v1::POOL_MODE_UNSPECIFIED, PoolMode::kIntermediates},
+                {v1::POOL_MODE_NONE, PoolMode::kNone},
+                {v1::POOL_MODE_INTERMEDIATES, PoolMode::kIntermediates},
+                {v1::POOL_MODE_OUTPUTS, PoolMode::kOutputs},
+                {v1::POOL_MODE_COMBINED, PoolMode::kCombined}};
+  for (const auto& mode : kModes) {
+    v1::PlanMemoryRequest request = SmallRequest();
+    request.mutable_options()->set_pool_mode(mode.wire);
+    const absl::StatusOr<Problem> problem = RequestToProblem(request);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    EXPECT_EQ(problem->pool_mode, mode.core) << v1::PoolMode_Name(mode.wire);
+    if (mode.wire != v1::POOL_MODE_UNSPECIFIED) {
+      EXPECT_EQ(PoolModeToProto(mode.core), mode.wire);
+    }
+  }
+}
+
+TEST(RequestToProblemTest, MissingSizeNamesBufferAndField) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->clear_size_bytes();
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_FALSE(problem.ok());
+  EXPECT_EQ(problem.status(),
+            absl::InvalidArgumentError("buffers[1] (\"b\"): size_bytes is missing"));
+}
+
+TEST(RequestToProblemTest, MissingLiveRangeNamesBufferAndField) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(2)->clear_live_range();
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_FALSE(problem.ok());
+  EXPECT_EQ(problem.status(),
+            absl::InvalidArgumentError("buffers[2] (\"c\"): live_range is missing"));
+}
+
+TEST(RequestToProblemTest, ZeroSizeIsNotMissing) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->set_size_bytes(0);
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->buffers[1].size, 0);
+}
+
+TEST(RequestToProblemTest, NegativeSize) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->set_size_bytes(-5);
+  ExpectInvalid(request, {"buffers[1] (\"b\")", "size_bytes", "-5"});
+}
+
+TEST(RequestToProblemTest, BeginAfterEnd) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->mutable_live_range()->set_begin(5);
+  ExpectInvalid(request, {"buffers[0] (\"a\")", "live_range"});
+}
+
+TEST(RequestToProblemTest, EmptyBufferList) {
+  ExpectInvalid(v1::PlanMemoryRequest(), {"buffers"});
+}
+
+TEST(RequestToProblemTest, NamelessBuffer) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->clear_names();
+  ExpectInvalid(request, {"buffers[1]", "names"});
+}
+
+TEST(RequestToProblemTest, DuplicateNameWithinABuffer) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->add_names("b");
+  ExpectInvalid(request, {"buffers[1] (\"b\")", "name", "\"b\""});
+}
+
+TEST(RequestToProblemTest, NameSharedByTwoBuffers) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(2)->add_names("a");
+  ExpectInvalid(request, {"buffers[2] (\"c\")", "\"a\"", "buffers[0]"});
+}
+
+// Symbolic sizes (dynamic shapes): a parse error names the buffer and the
+// 0-based position in the expression, for buffers, events and node writes.
+TEST(RequestToProblemTest, SymbolicSizeErrorNamesBufferAndPosition) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->set_symbolic_size("2*s0 +* 3");
+  ExpectInvalid(request,
+                {"buffers[1] (\"b\"): symbolic_size: at position 6: expected "
+                 "an integer, a symbol, a function call, '(' or a sign, got "
+                 "'*'"});
+  request.mutable_buffers(1)->set_symbolic_size("Max(s0, 4");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: at position 0: "
+                          "the call of Max is not closed with ')'"});
+  request.mutable_buffers(1)->set_symbolic_size("Foo(s0)");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: at position 0: "
+                          "unknown function 'Foo'"});
+  // A constant must be the size hint itself.
+  request.mutable_buffers(1)->set_symbolic_size("96");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: the constant 96 "
+                          "is not size_bytes 200"});
+}
+
+TEST(RequestToProblemTest, SymbolicSizesThatParse) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->set_symbolic_size("100");
+  request.mutable_buffers(1)->set_symbolic_size("2*100");
+  request.mutable_buffers(2)->set_symbolic_size(
+      "Max(50, 25*s0) + FloorDiv(s1, 4)*0");
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->buffers[2].symbolic_size,
+            "Max(50, 25*s0) + FloorDiv(s1, 4)*0");
+}
+
+TEST(RequestToProblemTest, SymbolicSizeErrorNamesTheEvent) {
+  v1::PlanMemoryRequest request = EventsRequestFor(SmallRequest());
+  int allocate_b = -1;
+  for (int i = 0; i < request.events_size(); ++i) {
+    if (request.events(i).kind() == v1::EVENT_KIND_ALLOCATE &&
+        request.events(i).name() == "b") {
+      allocate_b = i;
+    }
+  }
+  ASSERT_GE(allocate_b, 0);
+  request.mutable_events(allocate_b)->set_symbolic_size("s0 s1");
+  const std::string label = absl::StrCat("events[", allocate_b, "] (\"b\")");
+  ExpectInvalid(request, {label.c_str(),
+                          ": symbolic_size: at position 3: expected an "
+                          "operator, ')', ',' or the end, got 's1'"});
+}
+
+TEST(RequestToProblemTest, SymbolicSizeErrorNamesTheNodeWrite) {
+  v1::PlanMemoryRequest request;
+  v1::Node* first = request.add_nodes();
+  v1::NodeWrite* write = first->add_writes();
+  write->set_name("buf0");
+  write->set_size_bytes(64);
+  write->set_symbolic_size("64*(s0 - 1");
+  request.add_nodes()->add_reads("buf0");
+  ExpectInvalid(request, {"nodes[0].writes[0] (\"buf0\"): symbolic_size: at "
+                          "position 3: '(' is not closed with ')'"});
+}
+
+TEST(RequestToProblemTest, UnknownStrategyNumber) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->set_strategy(static_cast<v1::Strategy>(42));
+  ExpectInvalid(request, {"options.strategy", "42"});
+}
+
+TEST(RequestToProblemTest, UnknownPoolModeNumber) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->set_pool_mode(static_cast<v1::PoolMode>(9));
+  ExpectInvalid(request, {"options.pool_mode", "9"});
+}
+
+TEST(RequestToProblemTest, NegativeAlignment) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->set_alignment(-64);
+  ExpectInvalid(request, {"options.alignment", "-64"});
+}
+
+TEST(RequestToProblemTest, AlignmentNotPowerOfTwo) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->set_alignment(48);
+  ExpectInvalid(request, {"options.alignment", "48"});
+}
+
+TEST(RequestToProblemTest, NegativeCapacity) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->set_capacity_bytes(-1);
+  ExpectInvalid(request, {"options.capacity_bytes", "-1"});
+}
+
+TEST(RequestToProblemTest, NegativeBufferAlignment) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->set_alignment(-64);
+  ExpectInvalid(request, {"buffers[1] (\"b\")", "alignment", "-64"});
+}
+
+TEST(RequestToProblemTest, BufferAlignmentNotPowerOfTwo) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->set_alignment(96);
+  ExpectInvalid(request, {"buffers[0] (\"a\")", "alignment", "96"});
+}
+
+TEST(RequestToProblemTest, BufferAlignmentTooLarge) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->set_alignment(int64_t{1} << 31);
+  ExpectInvalid(request, {"buffers[0] (\"a\")", "alignment", "2147483648"});
+}
+
+TEST(RequestToProblemTest, NegativeFixedOffset) {
+  for (const int64_t offset : {int64_t{-1}, int64_t{-64}}) {
+    v1::PlanMemoryRequest request = SmallRequest();
+    request.mutable_buffers(2)->set_fixed_offset(offset);
+    ExpectInvalid(request, {"buffers[2] (\"c\")", "fixed_offset",
+                            std::to_string(offset).c_str()});
+  }
+}
+
+TEST(RequestToProblemTest, HugeFixedOffset) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(2)->set_fixed_offset(int64_t{1} << 50);
+  ExpectInvalid(request, {"buffers[2] (\"c\")", "fixed_offset",
+                          std::to_string(int64_t{1} << 50).c_str()});
+}
+
+TEST(RequestToProblemTest, FixedOffsetNotAMultipleOfTheAlignment) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->set_fixed_offset(96);  // alignment 64
+  ExpectInvalid(request, {"buffers[1] (\"b\")", "fixed_offset", "96"});
+  request.mutable_buffers(1)->set_fixed_offset(128);
+  request.mutable_buffers(1)->set_alignment(256);
+  ExpectInvalid(request, {"buffers[1] (\"b\")", "fixed_offset", "128"});
+}
+
+// Sets options.time_budget to `seconds` and `nanos`, as the wire carries it.
+v1::PlanMemoryRequest WithTimeBudget(int64_t seconds, int32_t nanos) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->mutable_time_budget()->set_seconds(seconds);
+  request.mutable_options()->mutable_time_budget()->set_nanos(nanos);
+  return request;
+}
+
+TEST(RequestToProblemTest, NegativeTimeBudget) {
+  ExpectInvalid(WithTimeBudget(-2, 0), {"options.time_budget", "-2s"});
+  ExpectInvalid(WithTimeBudget(0, -5000000), {"options.time_budget", "-5ms"});
+}
+
+TEST(RequestToProblemTest, TimeBudgetLongerThanAnHour) {
+  ExpectInvalid(WithTimeBudget(3600, 1), {"options.time_budget", "1h"});
+  ExpectInvalid(WithTimeBudget(int64_t{1} << 62, 0),
+                {"options.time_budget", "1h"});
+}
+
+TEST(RequestToProblemTest, TimeBudgetThatIsNoDuration) {
+  ExpectInvalid(WithTimeBudget(1, -1), {"options.time_budget", "nanos"});
+  ExpectInvalid(WithTimeBudget(0, 1000000000), {"options.time_budget", "nanos"});
+}
+
+TEST(TimeBudgetTest, DefaultsTo100Milliseconds) {
+  EXPECT_EQ(TimeBudget(v1::PlanOptions()).value(), absl::Milliseconds(100));
+  EXPECT_EQ(kDefaultTimeBudget, absl::Milliseconds(100));
+}
+
+TEST(TimeBudgetTest, ReadsSecondsAndNanos) {
+  EXPECT_EQ(TimeBudget(WithTimeBudget(2, 500000000).options()).value(),
+            absl::Milliseconds(2500));
+  EXPECT_EQ(TimeBudget(WithTimeBudget(0, 0).options()).value(),
+            absl::ZeroDuration());  // set to zero: no search, not the default
+  EXPECT_EQ(TimeBudget(WithTimeBudget(3600, 0).options()).value(),
+            absl::Hours(1));
+}
+
+TEST(StrategyNameTest, ResolvesEveryStrategyAndRejectsUnknownNumbers) {
+  EXPECT_EQ(kDefaultStrategy, "auto");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_UNSPECIFIED).value(), "auto");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_INDUCTOR).value(), "inductor");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_BEST_FIT).value(), "best_fit");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_OPTIMAL).value(), "optimal");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_AUTO).value(), "auto");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_REUSE).value(), "reuse");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_NNC).value(), "nnc");
+  EXPECT_EQ(StrategyName(static_cast<v1::Strategy>(-1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(StrategyName(static_cast<v1::Strategy>(7)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ProblemToRequestTest, RoundTrips) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->set_size_is_data_dependent(true);
+  request.mutable_buffers(0)->set_alignment(1024);
+  request.mutable_buffers(1)->set_fixed_offset(0);
+  request.mutable_buffers(2)->set_fixed_offset(4096);
+  request.mutable_options()->set_pool_mode(v1::POOL_MODE_COMBINED);
+  request.mutable_options()->set_capacity_bytes(8192);
+  const absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  const v1::PlanMemoryRequest wire =
+      ProblemToRequest(*problem, v1::STRATEGY_OPTIMAL);
+  EXPECT_EQ(wire.options().strategy(), v1::STRATEGY_OPTIMAL);
+  EXPECT_FALSE(wire.buffers(0).has_fixed_offset());
+  EXPECT_TRUE(wire.buffers(1).has_fixed_offset());
+  const absl::StatusOr<Problem> again = RequestToProblem(wire);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->buffers, problem->buffers);
+  EXPECT_EQ(again->pool_mode, problem->pool_mode);
+  EXPECT_EQ(again->alignment, problem->alignment);
+  EXPECT_EQ(again->capacity, 8192);
+  EXPECT_EQ(again->buffers[0].alignment, 1024);
+  EXPECT_EQ(again->buffers[1].fixed_offset, 0);
+  EXPECT_EQ(again->buffers[2].fixed_offset, 4096);
+}
+
+// A plan for SmallRequest: a and c share bytes (their ranges [0,2) and
+// [2,4) do not intersect); b lives in a second pool.
+Plan SmallPlan() {
+  Plan plan;
+  plan.pools = {Pool{"pool0", "cuda:0", 128}, Pool{"pool1", "cuda:0", 256}};
+  plan.assignments = {Assignment{0, 0}, Assignment{1, 0}, Assignment{0, 0}};
+  return plan;
+}
+
+TEST(PlanToResponseTest, FillsPoolsAssignmentsAndStats) {
+  const Problem problem = RequestToProblem(SmallRequest()).value();
+  ResponseInfo info;
+  info.graph_hash = "0123456789abcdef0123456789abcdef";
+  info.planner = "inductor";
+  info.planning_time = absl::Microseconds(1234);
+  const absl::StatusOr<v1::PlanMemoryResponse> response =
+      PlanToResponse(problem, SmallPlan(), info);
+  ASSERT_TRUE(response.ok()) << response.status();
+
+  EXPECT_EQ(response->graph_hash(), info.graph_hash);
+  ASSERT_EQ(response->pools_size(), 2);
+  EXPECT_EQ(response->pools(1).name(), "pool1");
+  EXPECT_EQ(response->pools(1).device(), "cuda:0");
+  EXPECT_EQ(response->pools(1).size_bytes(), 256);
+  ASSERT_EQ(response->assignments_size(), 3);
+  EXPECT_EQ(response->assignments(0).pool(), "pool0");
+  EXPECT_EQ(response->assignments(1).pool(), "pool1");
+  EXPECT_EQ(response->assignments(2).pool(), "pool0");
+  EXPECT_EQ(response->assignments(2).offset(), 0);
+  // Live bytes: 100 at t=0, 300 at t=1, 250 at t=2, 50 at t=3.
+  EXPECT_EQ(response->stats().lower_bound_bytes(), 300);
+  EXPECT_EQ(response->stats().total_pool_bytes(), 384);
+  // pool0 is in use over [0,4), pool1 over [1,3).
+  EXPECT_EQ(response->stats().peak_bytes(), 384);
+  EXPECT_EQ(response->stats().planner(), "inductor");
+  EXPECT_EQ(response->stats().planning_micros(), 1234);
+  EXPECT_FALSE(response->stats().proven_optimal());
+  // Intermediates mode: c (50 bytes) has a pool of at most 64 bytes that
+  // lends 64 bytes before t=2 and 14 after; a and b (300 bytes at t=1) need
+  // 300 - 64 more at least, and a alone (100 > 64) cannot go there: so 50 +
+  // 300 at t=1 (ModeLowerBound's derivation, core/bounds.h).
+  EXPECT_EQ(response->stats().mode_lower_bound_bytes(), 350);
+  EXPECT_EQ(response->stats().mode_lower_bound_bytes(), ModeLowerBound(problem));
+  // pool0 holds the output c.
+  EXPECT_EQ(response->stats().retained_bytes(), 128);
+  EXPECT_EQ(response->cache(), v1::CACHE_STATUS_MISS);
+
+  const absl::StatusOr<Plan> plan = ResponseToPlan(*response);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(*plan, SmallPlan());
+  EXPECT_EQ(plan->planner, "inductor");
+  EXPECT_FALSE(plan->proven_optimal);
+}
+
+// The plan names its planner (auto's winner, best fit's order); the
+// strategy's name is only the fallback.
+TEST(PlanToResponseTest, PlannerAndProofComeFromThePlan) {
+  const Problem problem = RequestToProblem(SmallRequest()).value();
+  Plan plan = SmallPlan();
+  plan.planner = "best_fit(size)";
+  plan.proven_optimal = true;
+  ResponseInfo info;
+  info.planner = "auto";
+  const absl::StatusOr<v1::PlanMemoryResponse> response =
+      PlanToResponse(problem, plan, info);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->stats().planner(), "best_fit(size)");
+  EXPECT_TRUE(response->stats().proven_optimal());
+
+  const absl::StatusOr<Plan> back = ResponseToPlan(*response);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->planner, "best_fit(size)");
+  EXPECT_TRUE(back->proven_optimal);
+}
+
+// retained_bytes counts every pool that holds an output, each once.
+TEST(PlanToResponseTest, RetainedBytesArePoolsHoldingOutputs) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(0)->set_is_output(true);  // a and c, both pool0
+  const Problem problem = RequestToProblem(request).value();
+  const Plan plan = SmallPlan();
+  EXPECT_EQ(PlanToResponse(problem, plan, ResponseInfo())
+                .value()
+                .stats()
+                .retained_bytes(),
+            128);
+  request.mutable_buffers(1)->set_is_output(true);  // and b, in pool1
+  EXPECT_EQ(PlanToResponse(RequestToProblem(request).value(), plan,
+                           ResponseInfo())
+                .value()
+                .stats()
+                .retained_bytes(),
+            128 + 256);
+  request.mutable_buffers(0)->set_is_output(false);  // b alone, in pool1
+  request.mutable_buffers(2)->set_is_output(false);
+  EXPECT_EQ(PlanToResponse(RequestToProblem(request).value(), plan,
+                           ResponseInfo())
+                .value()
+                .stats()
+                .retained_bytes(),
+            256);
+}
+
+// Symbolic pool sizes and offsets go to the wire and come back; a plan
+// without them leaves the fields empty (the same bytes as before them).
+TEST(PlanToResponseTest, SymbolicSizesAndOffsetsRoundTrip) {
+  const Problem problem = RequestToProblem(SmallRequest()).value();
+  const v1::PlanMemoryResponse plain =
+      PlanToResponse(problem, SmallPlan(), ResponseInfo()).value();
+  EXPECT_EQ(plain.pools(0).symbolic_size(), "");
+  EXPECT_EQ(plain.assignments(0).symbolic_offset(), "");
+  EXPECT_TRUE(ResponseToPlan(plain).value().symbolic_offsets.empty());
+
+  Plan plan = SmallPlan();
+  plan.pools[0].symbolic_size = "Max(64, 2*s0)";
+  plan.pools[1].symbolic_size = "256";
+  plan.symbolic_offsets = {"0", "0", "align(s0)"};
+  const v1::PlanMemoryResponse response =
+      PlanToResponse(problem, plan, ResponseInfo()).value();
+  EXPECT_EQ(response.pools(0).symbolic_size(), "Max(64, 2*s0)");
+  EXPECT_EQ(response.assignments(2).symbolic_offset(), "align(s0)");
+  const absl::StatusOr<Plan> back = ResponseToPlan(response);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, plan);
+}
+
+TEST(PlanToResponseTest, PoolIndexOutOfRangeIsInternal) {
+  const Problem problem = RequestToProblem(SmallRequest()).value();
+  Plan plan = SmallPlan();
+  plan.assignments[1].pool = 2;
+  EXPECT_EQ(PlanToResponse(problem, plan, ResponseInfo()).status().code(),
+            absl::StatusCode::kInternal);
+  plan.assignments.pop_back();
+  EXPECT_EQ(PlanToResponse(problem, plan, ResponseInfo()).status().code(),
+            absl::StatusCode::kInternal);
+}
+
+TEST(ResponseToPlanTest, UnknownPoolName) {
+  v1::PlanMemoryResponse response;
+  response.add_pools()->set_name("pool0");
+  response.add_assignments()->set_pool("pool7");
+  const absl::StatusOr<Plan> plan = ResponseToPlan(response);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("assignments[0]"));
+}
+
+}  // namespace
+}  // namespace memplan
