@@ -12,6 +12,7 @@
 
 namespace memplan {
 
+struct GraphTimeline;   // core/graph_memory.h
 struct PoolLines;       // core/inductor/wrapper_lines.h
 struct WrapperProgram;  // core/inductor/wrapper_lines.h
 
@@ -39,6 +40,11 @@ struct PlanContext {
   const WrapperProgram* wrapper_program = nullptr;
   const PoolLines* wrapper_lines = nullptr;
 
+  // The graph's memory outside the plan on the positions of its buffers'
+  // allocations and frees (core/graph_memory.h), for the planners that
+  // minimize the whole graph's peak; null: derived from the problem's
+  // buffers where needed. Not owned.
+  const GraphTimeline* timeline = nullptr;
   // Inside a composite (core/composite.h): the smallest plan its earlier
   // members found that carries the placements it was read from
   // (Plan::placements), for a search to start from; null: none. Not owned.

@@ -74,6 +74,27 @@ absl::Status CheckBuffer(const Problem& problem, size_t i,
   return absl::OkStatus();
 }
 
+// Checks unplanned buffer i: its size and live range.
+absl::Status CheckUnplanned(const Problem& problem, size_t i) {
+  const UnplannedBuffer& buffer = problem.unplanned[i];
+  const std::string label =
+      buffer.name.empty()
+          ? absl::StrCat("unplanned[", i, "]")
+          : absl::StrCat("unplanned[", i, "] (\"", buffer.name, "\")");
+  if (buffer.size < 0 || buffer.size > kMaxBufferBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": size_bytes must be in [0, ", kMaxBufferBytes,
+                     "], got ", buffer.size));
+  }
+  const LiveRange& range = buffer.live_range;
+  if (range.begin < 0 || range.end > kMaxTimestep || range.begin > range.end) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": live_range must satisfy 0 <= begin <= end <= ", kMaxTimestep,
+        ", got [", range.begin, ", ", range.end, ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateProblem(const Problem& problem) {
@@ -90,6 +111,16 @@ absl::Status ValidateProblem(const Problem& problem) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.capacity_bytes must be >= 0 (0: no limit), got ",
         problem.capacity));
+  }
+  if (!IsPowerOfTwo(problem.allocator_block) ||
+      problem.allocator_block > kMaxAlignment) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.allocator_block_bytes must be a power of two in [1, ",
+        kMaxAlignment, "] (0: 512), got ", problem.allocator_block));
+  }
+  for (size_t i = 0; i < problem.unplanned.size(); ++i) {
+    absl::Status status = CheckUnplanned(problem, i);
+    if (!status.ok()) return status;
   }
   // Each name, to the index of the first buffer that carries it.
   absl::flat_hash_map<absl::string_view, size_t> owner;

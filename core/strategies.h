@@ -19,7 +19,8 @@ namespace memplan {
 //   1: the first planners.
 //   2: the exact search's peak windows and best fit's orders (changed under
 //      version 1), the composites of core/composite.h.
-inline constexpr uint32_t kPlannerVersion = 2;
+//   3: responses carry the whole graph's peaks (core/graph_memory.h).
+inline constexpr uint32_t kPlannerVersion = 3;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

@@ -117,6 +117,30 @@ struct Buffer {
 // Prints "name[begin,end)+size@device".
 std::ostream& operator<<(std::ostream& os, const Buffer& buffer);
 
+// The granularity of PyTorch's CUDA caching allocator (kMinBlockSize):
+// every allocation takes a multiple of it, at least one.
+inline constexpr Bytes kDefaultAllocatorBlock = 512;
+
+// Memory the plan does not place, given with plain buffers (with wrapper
+// lines, their EXTERN_ALLOCATE, MULTI_OUTPUT and FREE_INPUT lines say it):
+// an extern kernel's output, allocated over `live_range` (timesteps,
+// half-open; an end past the last timestep: never freed while the graph
+// runs), or a graph input (is_input), allocated before the graph runs and
+// freed at live_range.end. Only the whole-graph peaks
+// (core/graph_memory.h) read it; no planner does.
+struct UnplannedBuffer {
+  std::string name;  // informational; errors name it
+  Bytes size = 0;    // bytes, in [0, kMaxBufferBytes]
+  std::string device;
+  LiveRange live_range;
+  bool is_input = false;
+
+  friend bool operator==(const UnplannedBuffer& a, const UnplannedBuffer& b) {
+    return a.name == b.name && a.size == b.size && a.device == b.device &&
+           a.live_range == b.live_range && a.is_input == b.is_input;
+  }
+};
+
 // A planning problem: the buffers of one graph and how they may share.
 struct Problem {
   std::vector<Buffer> buffers;
@@ -124,6 +148,15 @@ struct Problem {
   Bytes alignment = kDefaultAlignment;  // bytes; a power of two
   // Most bytes the pools of one device may total; 0: no limit.
   Bytes capacity = 0;
+  // The graph's memory outside the plan, for the whole-graph peaks.
+  std::vector<UnplannedBuffer> unplanned;
+  // The request describes the memory outside the plan (unplanned buffers,
+  // or wrapper lines with extern allocations and input frees): strategy
+  // "auto" then minimizes the whole graph's peak (core/strategies.h).
+  bool whole_graph = false;
+  // Bytes, a power of two: the whole-graph peaks round every allocation up
+  // to a multiple of it (core/graph_memory.h).
+  Bytes allocator_block = kDefaultAllocatorBlock;
 
   // Returns the alignment buffer `index` must have: the larger of the
   // problem's and its own, in bytes.

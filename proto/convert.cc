@@ -1,6 +1,7 @@
 #include "proto/convert.h"
 
 #include <cstddef>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/bounds.h"
 #include "core/inductor/wrapper_lines.h"
+#include "core/inductor/wrapper_memory.h"
 #include "core/problem.h"
 #include "core/reference_decisions.h"
 #include "core/symbolic/symbolic_plan.h"
@@ -84,6 +86,28 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
       case v1::EVENT_KIND_EXIT_SUBGRAPH:
         line.kind = WrapperLineKind::kExitSubgraph;
         break;
+      case v1::EVENT_KIND_EXTERN_ALLOCATE:
+        line.kind = WrapperLineKind::kExternAllocate;
+        if (!event.has_size_bytes()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(EventLabel(request, i), ": size_bytes is missing"));
+        }
+        break;
+      case v1::EVENT_KIND_MULTI_OUTPUT:
+        line.kind = WrapperLineKind::kMultiOutput;
+        if (!event.has_output_index()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              EventLabel(request, i), ": output_index is missing"));
+        }
+        line.output_index = event.output_index();
+        break;
+      case v1::EVENT_KIND_FREE_INPUT:
+        line.kind = WrapperLineKind::kFreeInput;
+        if (!event.has_size_bytes()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(EventLabel(request, i), ": size_bytes is missing"));
+        }
+        break;
       default:
         return absl::InvalidArgumentError(absl::StrCat(
             EventLabel(request, i), ": kind ", static_cast<int>(event.kind()),
@@ -94,6 +118,10 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
     line.allocation = AllocationFromWire(event);
     line.has_allocation = line.kind == WrapperLineKind::kFreeIfNotReused &&
                           event.has_size_bytes();
+    line.reuses_input =
+        line.kind == WrapperLineKind::kReuse && event.has_size_bytes();
+    line.output_bytes.assign(event.output_bytes().begin(),
+                             event.output_bytes().end());
     if (event.has_scheduler_node()) {
       if (event.scheduler_node() < 0) {
         return absl::InvalidArgumentError(
@@ -317,6 +345,14 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
   problem.alignment =
       options.alignment() == 0 ? kDefaultAlignment : options.alignment();
   problem.capacity = options.capacity_bytes();
+  if (options.allocator_block_bytes() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.allocator_block_bytes must be >= 0 (bytes; 0 means ",
+        kDefaultAllocatorBlock, "), got ", options.allocator_block_bytes()));
+  }
+  problem.allocator_block = options.allocator_block_bytes() == 0
+                                ? kDefaultAllocatorBlock
+                                : options.allocator_block_bytes();
   const int forms = (request.buffers_size() > 0 ? 1 : 0) +
                     (request.events_size() > 0 ? 1 : 0) +
                     (request.nodes_size() > 0 ? 1 : 0);
@@ -346,7 +382,23 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
     absl::StatusOr<PoolLines> pool_lines =
         GroupWrapperLines(*program, "events");
     if (!pool_lines.ok()) return pool_lines.status();
+    if (absl::Status status = CheckLinesOutsideThePlan(*program, "events");
+        !status.ok()) {
+      return status;
+    }
+    if (!request.unplanned().empty()) {
+      return absl::InvalidArgumentError(
+          "unplanned: given with events or nodes (events say it themselves: "
+          "EXTERN_ALLOCATE, MULTI_OUTPUT, FREE_INPUT)");
+    }
     problem.buffers = pool_lines->buffers;
+    for (const WrapperLine& line : program->lines) {
+      if (line.kind == WrapperLineKind::kExternAllocate ||
+          line.kind == WrapperLineKind::kMultiOutput ||
+          line.kind == WrapperLineKind::kFreeInput || line.reuses_input) {
+        problem.whole_graph = true;
+      }
+    }
     if (absl::Status status = ValidateProblem(problem); !status.ok()) {
       // The groups are no field of the request: the violation names the
       // field they come from.
@@ -397,6 +449,30 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
     buffer.alignment = wire.alignment();
     buffer.fixed_offset = wire.has_fixed_offset() ? wire.fixed_offset() : -1;
   }
+  problem.unplanned.reserve(request.unplanned_size());
+  for (int i = 0; i < request.unplanned_size(); ++i) {
+    const v1::UnplannedBuffer& wire = request.unplanned(i);
+    const std::string label =
+        wire.name().empty()
+            ? absl::StrCat("unplanned[", i, "]")
+            : absl::StrCat("unplanned[", i, "] (\"", wire.name(), "\")");
+    if (!wire.has_size_bytes()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": size_bytes is missing"));
+    }
+    if (!wire.has_live_range()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": live_range is missing"));
+    }
+    UnplannedBuffer& buffer = problem.unplanned.emplace_back();
+    buffer.name = wire.name();
+    buffer.size = wire.size_bytes();
+    buffer.device = wire.device();
+    buffer.live_range.begin = wire.live_range().begin();
+    buffer.live_range.end = wire.live_range().end();
+    buffer.is_input = wire.is_input();
+  }
+  problem.whole_graph = !problem.unplanned.empty();
   if (absl::Status status = ValidateProblem(problem); !status.ok()) {
     return status;
   }
@@ -418,6 +494,10 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
   resolved.strategy = *std::move(strategy);
   resolved.time_budget = *budget;
   resolved.events = request.events_size() > 0;
+  const bool lines = !resolved.program.lines.empty();
+  resolved.timeline = WholeGraphTimeline(
+      resolved.problem, lines ? &resolved.program : nullptr,
+      lines ? &resolved.lines : nullptr);
   return resolved;
 }
 
@@ -427,6 +507,7 @@ PlanContext WithWrapperLines(const ResolvedRequest& resolved,
     context.wrapper_program = &resolved.program;
     context.wrapper_lines = &resolved.lines;
   }
+  context.timeline = &resolved.timeline;
   return context;
 }
 
@@ -525,6 +606,25 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
   stats->set_proven_optimal(plan.proven_optimal);
   stats->set_mode_lower_bound_bytes(bounds.mode);
   stats->set_retained_bytes(RetainedBytes(problem, plan));
+  std::optional<GraphTimeline> own;
+  const GraphTimeline* timeline = info.timeline;
+  if (timeline == nullptr) {
+    own = TimelineOfBuffers(problem);
+    timeline = &*own;
+  }
+  for (const DevicePeaks& peaks : WholeGraphPeaks(problem, plan, *timeline)) {
+    v1::DeviceStats* device = stats->add_devices();
+    device->set_device(peaks.device);
+    device->set_predicted_peak_bytes(peaks.predicted);
+    device->set_baseline_peak_bytes(peaks.baseline);
+    device->set_predicted_peak_lower_bound_bytes(peaks.lower_bound);
+    stats->set_predicted_peak_bytes(stats->predicted_peak_bytes() +
+                                    peaks.predicted);
+    stats->set_baseline_peak_bytes(stats->baseline_peak_bytes() +
+                                   peaks.baseline);
+    stats->set_predicted_peak_lower_bound_bytes(
+        stats->predicted_peak_lower_bound_bytes() + peaks.lower_bound);
+  }
   response.set_cache(info.cache);
   return response;
 }

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/graph_memory.h"
 #include "core/inductor/wrapper_lines.h"
 #include "core/planner.h"
 #include "core/types.h"
@@ -84,12 +85,16 @@ struct ResolvedRequest {
   // buffers.
   PoolLines lines;
   WrapperProgram program;
+  // The graph's memory on one time axis (core/graph_memory.h): of the lines
+  // (core/inductor/wrapper_memory.h WholeGraphTimeline), else of the
+  // buffers.
+  GraphTimeline timeline;
 };
 
 // Returns `context` with the wrapper lines of `resolved` attached
 // (PlanContext::wrapper_program and wrapper_lines, for strategies "reuse"
-// and "nnc") when the request gave events or nodes; `resolved` must
-// outlive the planning run.
+// and "nnc") when the request gave events or nodes, and its timeline
+// (PlanContext::timeline); `resolved` must outlive the planning run.
 PlanContext WithWrapperLines(const ResolvedRequest& resolved,
                              PlanContext context);
 
@@ -139,6 +144,9 @@ struct ResponseInfo {
   // RequestToProblem); sets Assignment.allocation_event and the pools'
   // first_allocation_event / last_free_event (MarkFirstLastUsage). Not owned.
   const PoolLines* lines = nullptr;
+  // The graph's timeline (ResolvedRequest::timeline) for the whole-graph
+  // stats; null: the timeline of the problem's buffers. Not owned.
+  const GraphTimeline* timeline = nullptr;
 };
 
 // Returns the response for `plan`, a plan of `problem` (assignments parallel

@@ -55,7 +55,7 @@ bool FollowsLabels(absl::string_view strategy) {
   return planner != nullptr && planner->capabilities().follows_wrapper_lines;
 }
 
-// Appends the section of strategies "reuse" and "nnc" (proto/graph_hash.h).
+// Appends the labels section (proto/graph_hash.h).
 void EncodeLabels(const Problem& problem, const WrapperProgram* program,
                   Encoder& encoder) {
   for (const Buffer& buffer : problem.buffers) {
@@ -78,6 +78,10 @@ void EncodeLabels(const Problem& problem, const WrapperProgram* program,
     encoder.U8(line.allocation.size_is_data_dependent ? 1 : 0);
     encoder.U8(line.has_allocation ? 1 : 0);
     encoder.I64(line.scheduler_node);
+    encoder.U64(line.output_bytes.size());
+    for (const Bytes bytes : line.output_bytes) encoder.I64(bytes);
+    encoder.I64(line.output_index);
+    encoder.U8(line.reuses_input ? 1 : 0);
   }
   const auto strings = [&encoder](const std::vector<std::string>& values) {
     encoder.U64(values.size());
@@ -110,6 +114,7 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
   encoder.I64(problem.alignment);
   encoder.I64(problem.capacity);
   encoder.I64(absl::ToInt64Nanoseconds(time_budget));
+  encoder.I64(problem.allocator_block);
   encoder.U64(problem.buffers.size());
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& buffer = problem.buffers[i];
@@ -129,12 +134,24 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
     encoder.U8(lines->allocates[i] ? 1 : 0);
     encoder.I64(lines->timestep_of_line[i]);
   }
+  encoder.U64(problem.unplanned.size());
+  for (const UnplannedBuffer& buffer : problem.unplanned) {
+    encoder.I64(buffer.size);
+    encoder.I64(buffer.live_range.begin);
+    encoder.I64(buffer.live_range.end);
+    encoder.U8(buffer.is_input ? 1 : 0);
+    encoder.String(buffer.device);
+  }
   if (dynamic) {
     for (const Buffer& buffer : problem.buffers) {
       encoder.String(buffer.symbolic_size);
     }
   }
-  if (FollowsLabels(strategy)) EncodeLabels(problem, program, encoder);
+  // The baseline peak of a request with lines follows Inductor's reuse
+  // pass, which follows them all, as strategies reuse and nnc do.
+  if (FollowsLabels(strategy) || program != nullptr) {
+    EncodeLabels(problem, program, encoder);
+  }
   return encoder.Take();
 }
 

@@ -6,8 +6,8 @@
 // as `xxhsum -H2` prints it. Integers are little-endian; a string is its
 // length (u64) then its bytes:
 //
-//   u32     format version: kGraphHashFormatVersion (4), or
-//           kDynamicGraphHashFormatVersion (5) for a dynamic request (below)
+//   u32     format version: kGraphHashFormatVersion (6), or
+//           kDynamicGraphHashFormatVersion (7) for a dynamic request (below)
 //   u32     planner version (kPlannerVersion)
 //   string  strategy name, resolved (e.g. "auto", never "")
 //   u8      pool mode, as the wire's PoolMode number (1 none,
@@ -16,6 +16,7 @@
 //   i64     capacity in bytes per device (0: no limit)
 //   i64     time budget in nanoseconds (resolved: 100 ms when unset); an
 //           anytime search may find another plan with another budget
+//   i64     allocator block in bytes (resolved: 512, never 0)
 //   u64     buffer count
 //   per buffer, in request order:
 //     i64     size in bytes
@@ -33,6 +34,9 @@
 //     i64     the buffer group of its pool line, or -1
 //     u8      allocates (1: an ALLOCATE of that group)
 //     i64     its timestep (0: outside every run)
+//   u64     unplanned buffer count (0 for a request with events or nodes);
+//   per unplanned buffer, in request order: i64 size in bytes, i64
+//   live_range.begin, i64 live_range.end, u8 is_input, string device
 //   only for a dynamic request, one where some buffer's size depends on data
 //   or some symbolic_size is neither "" nor a plain decimal number (the
 //   response then has symbolic sizes, core/symbolic/symbolic_plan.h, and
@@ -40,8 +44,10 @@
 //   their own), per buffer, in request order:
 //     string  symbolic_size, as sent
 //
-//   for strategies "reuse" and "nnc" only, whose decisions name buffers and
-//   follow dtypes, symbolic sizes and every wrapper line:
+//   for strategies "reuse" and "nnc", whose decisions name buffers and
+//   follow dtypes, symbolic sizes and every wrapper line, and for every
+//   request with events or nodes, whose baseline_peak_bytes follows
+//   Inductor's reuse pass over the lines (the labels section):
 //     per buffer, in request order: u64 name count, each name (string);
 //       string dtype; string symbolic_size
 //     u64     wrapper line count (0 for a request with buffers); per line
@@ -49,12 +55,14 @@
 //             (core WrapperLineKind), string name, string reused_as, i64
 //             size in bytes, string symbolic_size, string device, string
 //             dtype, u8 size_is_data_dependent, u8 has_allocation, i64
-//             scheduler_node (-1: unset)
+//             scheduler_node (-1: unset), u64 output_bytes count, each
+//             (i64), i64 output_index (-1: unset), u8 reuses_input
 //     u64     output name count, each name; u64 removed buffer count, each
 //     u64     scheduler_node_bytes count, each (i64)
 //
-// For the other strategies, names and dtypes are labels, not inputs of the
-// plan: two requests that differ only in them hash alike; so are symbolic
+// For the other strategies and plain buffers, names and dtypes are labels,
+// not inputs of the plan: two requests that differ only in them hash
+// alike; so are symbolic
 // sizes in a request that is not dynamic (they are then empty or equal to
 // size_bytes), and, for every strategy, options.include_trace (it asks for
 // the call's trace, not another plan). Any change to the encoding must bump
@@ -64,7 +72,10 @@
 // the dynamic requests' section without changing the encoding of the
 // others, whose hashes stay as in format 4. (The section for "reuse" and
 // "nnc" came with them, without a format version bump: no entry of an
-// older server has their strategy names.)
+// older server has their strategy names.) Format 6 (dynamic: 7) added the
+// whole graph's memory: the allocator block, the unplanned buffers, the
+// labels section for every request with lines, and its lines' memory
+// fields.
 #ifndef MEMPLAN_PROTO_GRAPH_HASH_H_
 #define MEMPLAN_PROTO_GRAPH_HASH_H_
 
@@ -85,19 +96,19 @@ namespace memplan {
 
 // 1: the first encoding; 2: adds capacity, time budget and per-buffer
 // alignment and fixed_offset; 3: adds the planner version; 4: adds the
-// events' pool lines.
-inline constexpr uint32_t kGraphHashFormatVersion = 4;
+// events' pool lines; 6: adds the whole graph's memory (above).
+inline constexpr uint32_t kGraphHashFormatVersion = 6;
 
-// The format version a dynamic request's encoding starts with: format 4
+// The format version a dynamic request's encoding starts with: format 6
 // plus the symbolic sizes (above).
-inline constexpr uint32_t kDynamicGraphHashFormatVersion = 5;
+inline constexpr uint32_t kDynamicGraphHashFormatVersion = 7;
 
 // Returns the canonical encoding above for `problem` planned by `strategy`
 // (a planner name, e.g. "auto") with search time `time_budget` (the
 // resolved budget, proto/convert.h TimeBudget), for a request with events,
-// `lines` (RequestToProblem's; null otherwise), and for strategies "reuse"
-// and "nnc", `program` (the wrapper lines of a request with events or
-// nodes; null otherwise). Exposed for tests.
+// `lines` (RequestToProblem's; null otherwise), and `program` (the wrapper
+// lines of a request with events or nodes; null otherwise). Exposed for
+// tests.
 std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
                            absl::Duration time_budget,
                            const PoolLines* lines = nullptr,

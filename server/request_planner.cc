@@ -107,6 +107,7 @@ absl::StatusOr<RequestPlanner::Planned> RequestPlanner::PlanResolved(
   info.graph_hash = graph_hash;
   info.planner = resolved.strategy;
   info.lines = resolved.events ? &resolved.lines : nullptr;
+  info.timeline = &resolved.timeline;
   info.planning_time = record.planning_time;
   info.cache = v1::CACHE_STATUS_UNSPECIFIED;  // set per response
   absl::StatusOr<v1::PlanMemoryResponse> response =

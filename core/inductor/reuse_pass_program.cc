@@ -117,6 +117,9 @@ absl::StatusOr<Program> ProgramFromLines(const Problem& problem,
       case WrapperLineKind::kReuse:
         continue;  // ReuseLine.plan leaves the planning state alone
       case WrapperLineKind::kOther:
+      case WrapperLineKind::kExternAllocate:
+      case WrapperLineKind::kMultiOutput:
+      case WrapperLineKind::kFreeInput:
         step.kind = StepKind::kKernel;
         break;
       case WrapperLineKind::kEnterSubgraph:

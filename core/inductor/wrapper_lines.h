@@ -43,6 +43,11 @@ enum class WrapperLineKind {
   kOther,            // any other line, e.g. a kernel call
   kEnterSubgraph,    // EnterSubgraphLine
   kExitSubgraph,     // ExitSubgraphLine
+  // Lines that touch memory outside the plan (core/inductor/wrapper_memory.h);
+  // like kOther, each separates runs of memory-planning lines.
+  kExternAllocate,   // ExternKernelAllocLine: the kernel allocates `name`
+  kMultiOutput,      // MultiOutputLine: `reused_as` = `name`[output_index]
+  kFreeInput,        // FreeLine: graph input `name` is let go
 };
 
 // What allocating a buffer says of it (as the fields of core Buffer).
@@ -59,8 +64,23 @@ struct WrapperLine {
   WrapperLineKind kind = WrapperLineKind::kOther;
   // kAllocate, kFreeIfNotReused: the buffer; kReuse: the reused buffer.
   std::string name;
-  std::string reused_as;      // kReuse: the new buffer's name
-  AllocationInfo allocation;  // kAllocate: the buffer
+  // kReuse: the new buffer's name; kMultiOutput: the name bound to the
+  // output.
+  std::string reused_as;
+  // kAllocate: the buffer; kExternAllocate: its bytes (the sum of
+  // output_bytes for a multi-output kernel), device and dtype; kFreeInput:
+  // the bytes the free returns to the allocator, and the device; kReuse
+  // with reuses_input: the input's bytes and device.
+  AllocationInfo allocation;
+  // kExternAllocate of a multi-output kernel: each output's bytes, each
+  // one allocation; empty: `name` is one allocation of allocation.size.
+  std::vector<Bytes> output_bytes;
+  // kMultiOutput: the index in the kernel's output_bytes.
+  int64_t output_index = -1;
+  // kReuse: `name` is a graph input whose storage `reused_as` takes over in
+  // place (returned to the allocator, allocation.size bytes, once
+  // `reused_as` is freed).
+  bool reuses_input = false;
   // kFreeIfNotReused of a buffer that no ALLOCATE line names (e.g. an extern
   // kernel's output, which the kernel call allocates): `allocation`
   // describes it, so that strategies "reuse" (core/inductor/reuse_planner.h)

@@ -543,3 +543,135 @@ TEST(ResponseToPlanTest, UnknownPoolName) {
 
 }  // namespace
 }  // namespace memplan
+
+namespace memplan {
+namespace {
+
+// One extern output and one input free around an ALLOCATE and its FREE:
+//   0 EXTERN conv (1000)  1 ALLOCATE buf1 (200)  2 kernel
+//   3 FREE_INPUT saved (700)  4 FREE buf1  5 FREE conv  6 kernel
+v1::PlanMemoryRequest WholeGraphEvents() {
+  v1::PlanMemoryRequest request;
+  auto add = [&request](v1::EventKind kind, const char* name,
+                        int64_t size) -> v1::Event* {
+    v1::Event* event = request.add_events();
+    event->set_kind(kind);
+    if (name != nullptr) event->set_name(name);
+    if (size >= 0) event->set_size_bytes(size);
+    event->set_device("cuda:0");
+    return event;
+  };
+  add(v1::EVENT_KIND_EXTERN_ALLOCATE, "conv", 1000);
+  add(v1::EVENT_KIND_ALLOCATE, "buf1", 200);
+  add(v1::EVENT_KIND_OTHER, nullptr, -1);
+  add(v1::EVENT_KIND_FREE_INPUT, "saved", 700);
+  add(v1::EVENT_KIND_FREE_IF_NOT_REUSED, "buf1", -1);
+  add(v1::EVENT_KIND_FREE_IF_NOT_REUSED, "conv", -1);
+  add(v1::EVENT_KIND_OTHER, nullptr, -1);
+  request.mutable_options()->set_allocator_block_bytes(1);
+  return request;
+}
+
+TEST(RequestToProblemTest, LinesOutsideThePlanDescribeTheWholeGraph) {
+  absl::StatusOr<Problem> problem = RequestToProblem(WholeGraphEvents());
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_TRUE(problem->whole_graph);
+  EXPECT_EQ(problem->allocator_block, 1);
+  ASSERT_EQ(problem->buffers.size(), 1u);  // only buf1 is planned
+  // Without them, the same buffer groups but not the whole graph.
+  v1::PlanMemoryRequest plain = EventsRequestFor(SmallRequest());
+  absl::StatusOr<Problem> without = RequestToProblem(plain);
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_FALSE(without->whole_graph);
+  EXPECT_EQ(without->allocator_block, kDefaultAllocatorBlock);
+}
+
+TEST(RequestToProblemTest, LinesOutsideThePlanNameTheEventAndField) {
+  v1::PlanMemoryRequest request = WholeGraphEvents();
+  request.mutable_events(0)->clear_size_bytes();
+  ExpectInvalid(request, {"events[0] (\"conv\"): size_bytes is missing"});
+  request = WholeGraphEvents();
+  request.mutable_events(3)->set_size_bytes(-1);
+  ExpectInvalid(request, {"events[3] (\"saved\"): size_bytes must be in [0, "});
+  request = WholeGraphEvents();
+  v1::Event* bind = request.mutable_events(2);
+  bind->set_kind(v1::EVENT_KIND_MULTI_OUTPUT);
+  bind->set_name("conv");
+  bind->set_reused_as("buf9");
+  ExpectInvalid(request, {"events[2] (\"conv\"): output_index is missing"});
+  bind->set_output_index(0);
+  ExpectInvalid(request, {"events[2] (\"conv\"): name is no earlier "
+                          "EXTERN_ALLOCATE with output_bytes"});
+  request.mutable_events(0)->add_output_bytes(600);
+  request.mutable_events(0)->add_output_bytes(300);
+  ExpectInvalid(request, {"events[0] (\"conv\"): size_bytes must be the sum "
+                          "of output_bytes (900), got 1000"});
+  request.mutable_events(0)->set_size_bytes(900);
+  EXPECT_TRUE(RequestToProblem(request).ok());
+  request.mutable_options()->set_allocator_block_bytes(-512);
+  ExpectInvalid(request, {"options.allocator_block_bytes must be >= 0"});
+  request.mutable_options()->set_allocator_block_bytes(384);
+  ExpectInvalid(request, {"options.allocator_block_bytes must be a power of "
+                          "two in [1, 1073741824] (0: 512), got 384"});
+}
+
+TEST(RequestToProblemTest, UnplannedBuffersAreCheckedLikeBuffers) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  v1::UnplannedBuffer* extern_output = request.add_unplanned();
+  extern_output->set_name("conv");
+  extern_output->set_size_bytes(4096);
+  extern_output->set_device("cuda:0");
+  extern_output->mutable_live_range()->set_begin(1);
+  extern_output->mutable_live_range()->set_end(3);
+  absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_TRUE(problem->whole_graph);
+  ASSERT_EQ(problem->unplanned.size(), 1u);
+  EXPECT_EQ(problem->unplanned[0],
+            (UnplannedBuffer{"conv", 4096, "cuda:0", {1, 3}, false}));
+  extern_output->clear_live_range();
+  ExpectInvalid(request, {"unplanned[0] (\"conv\"): live_range is missing"});
+  extern_output->mutable_live_range()->set_begin(4);
+  extern_output->mutable_live_range()->set_end(3);
+  ExpectInvalid(request, {"unplanned[0] (\"conv\"): live_range must satisfy "
+                          "0 <= begin <= end"});
+  extern_output->mutable_live_range()->set_end(5);
+  extern_output->clear_size_bytes();
+  ExpectInvalid(request, {"unplanned[0] (\"conv\"): size_bytes is missing"});
+  v1::PlanMemoryRequest events = WholeGraphEvents();
+  *events.add_unplanned() = *extern_output;
+  ExpectInvalid(events, {"unplanned: given with events or nodes"});
+}
+
+// 0 EXTERN conv [0, 5), buf1's pool [1, 4), saved freed at 3:
+//   at 1 and 2: 1000 + 200 (the peak); from 3: minus 700.
+TEST(PlanToResponseTest, GivesTheWholeGraphsPeaks) {
+  const v1::PlanMemoryRequest request = WholeGraphEvents();
+  absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  Plan plan;
+  plan.pools = {Pool("pool0", "cuda:0", 200)};
+  plan.assignments = {{0, 0}};
+  ResponseInfo info;
+  info.lines = &resolved->lines;
+  info.timeline = &resolved->timeline;
+  absl::StatusOr<v1::PlanMemoryResponse> response =
+      PlanToResponse(resolved->problem, plan, info);
+  ASSERT_TRUE(response.ok()) << response.status();
+  const v1::PlanStats& stats = response->stats();
+  EXPECT_EQ(stats.predicted_peak_bytes(), 1200);
+  EXPECT_EQ(stats.baseline_peak_bytes(), 1200);
+  EXPECT_EQ(stats.predicted_peak_lower_bound_bytes(), 1200);
+  ASSERT_EQ(stats.devices_size(), 1);
+  EXPECT_EQ(stats.devices(0).device(), "cuda:0");
+  EXPECT_EQ(stats.devices(0).predicted_peak_bytes(), 1200);
+  // A pool of 1000 bytes for buf1 (too large) shows in the prediction only.
+  plan.pools[0].size = 1000;
+  response = PlanToResponse(resolved->problem, plan, info);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->stats().predicted_peak_bytes(), 2000);
+  EXPECT_EQ(response->stats().baseline_peak_bytes(), 1200);
+}
+
+}  // namespace
+}  // namespace memplan

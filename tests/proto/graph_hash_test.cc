@@ -76,15 +76,16 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.alignment = 64;
   problem.capacity = 4096;
   const std::string expected =
-      Le(4, 4) /* format version */ + Le(2, 4) /* planner version */ +
+      Le(6, 4) /* format version */ + Le(3, 4) /* planner version */ +
       Le(7, 8) + "optimal" +
       Le(3, 1) /* outputs */ + Le(64, 8) + Le(4096, 8) /* capacity */ +
-      Le(2500000000, 8) /* 2.5 s in ns */ + Le(1, 8) /* one buffer */ +
+      Le(2500000000, 8) /* 2.5 s in ns */ + Le(512, 8) /* block */ +
+      Le(1, 8) /* one buffer */ +
       Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(0, 1) + Le(3, 8) +
       "cpu" + Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */ +
-      Le(0, 8) /* no events */;
-  EXPECT_EQ(kGraphHashFormatVersion, 4u);
-  EXPECT_EQ(kPlannerVersion, 2u);
+      Le(0, 8) /* no events */ + Le(0, 8) /* no unplanned buffers */;
+  EXPECT_EQ(kGraphHashFormatVersion, 6u);
+  EXPECT_EQ(kPlannerVersion, 3u);
   EXPECT_EQ(GraphHashInput(problem, "optimal", absl::Milliseconds(2500)),
             expected);
   // A free buffer encodes fixed_offset -1; its own alignment, when larger,
@@ -93,7 +94,7 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.buffers[0].alignment = 1024;
   const std::string free_input =
       GraphHashInput(problem, "optimal", absl::Milliseconds(2500));
-  EXPECT_EQ(free_input.substr(free_input.size() - 24, 16),
+  EXPECT_EQ(free_input.substr(free_input.size() - 32, 16),
             Le(1024, 8) + Le(~uint64_t{0}, 8));
   // Events: per event its group, whether it allocates, its timestep.
   PoolLines lines;
@@ -102,34 +103,43 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   lines.timestep_of_line = {1, 0};
   const std::string event_input =
       GraphHashInput(problem, "optimal", absl::Milliseconds(2500), &lines);
-  EXPECT_EQ(event_input.substr(free_input.size() - 8),
+  EXPECT_EQ(event_input.substr(free_input.size() - 16),
             Le(2, 8) + Le(0, 8) + Le(1, 1) + Le(1, 8) + Le(~uint64_t{0}, 8) +
-                Le(0, 1) + Le(0, 8));
+                Le(0, 1) + Le(0, 8) + Le(0, 8));
+  // Unplanned buffers: size, live range, is_input, device.
+  problem.unplanned = {{"ext", 300, "cpu", {1, 4}, false},
+                       {"in", 64, "cpu", {0, 3}, true}};
+  const std::string unplanned_input =
+      GraphHashInput(problem, "optimal", absl::Milliseconds(2500));
+  EXPECT_EQ(unplanned_input.substr(free_input.size() - 8),
+            Le(2, 8) + Le(300, 8) + Le(1, 8) + Le(4, 8) + Le(0, 1) +
+                Le(3, 8) + "cpu" + Le(64, 8) + Le(0, 8) + Le(3, 8) +
+                Le(1, 1) + Le(3, 8) + "cpu");
 }
 
 // A dynamic request (a data-dependent size, or a symbolic size naming a
-// symbol) starts with format version 5 and ends with every buffer's
-// symbolic size; the rest is format 4's encoding.
+// symbol) starts with format version 7 and ends with every buffer's
+// symbolic size; the rest is format 6's encoding.
 TEST(GraphHashTest, DynamicRequestsAppendTheirSymbolicSizes) {
   Problem problem;
   problem.buffers = {MakeBuffer("x", 128, 0, 2), MakeBuffer("y", 64, 1, 3)};
   problem.buffers[1].symbolic_size = "64";  // static: a plain number
   const std::string static_input =
       GraphHashInput(problem, "inductor", kBudget);
-  EXPECT_EQ(static_input.substr(0, 4), Le(4, 4));
+  EXPECT_EQ(static_input.substr(0, 4), Le(6, 4));
 
   problem.buffers[0].symbolic_size = "2*s0";
   const std::string dynamic_input =
       GraphHashInput(problem, "inductor", kBudget);
   EXPECT_EQ(dynamic_input,
-            Le(5, 4) + static_input.substr(4) + Le(4, 8) + "2*s0" + Le(2, 8) +
+            Le(7, 4) + static_input.substr(4) + Le(4, 8) + "2*s0" + Le(2, 8) +
                 "64");
 
   problem.buffers[0].symbolic_size.clear();
   problem.buffers[0].size_is_data_dependent = true;
   const std::string data_dependent_input =
       GraphHashInput(problem, "inductor", kBudget);
-  EXPECT_EQ(data_dependent_input.substr(0, 4), Le(5, 4));
+  EXPECT_EQ(data_dependent_input.substr(0, 4), Le(7, 4));
   EXPECT_EQ(data_dependent_input.substr(data_dependent_input.size() - 18),
             Le(0, 8) + Le(2, 8) + "64");
 }
@@ -141,7 +151,7 @@ TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
 
 // Golden values: a change here changes every cache key; bump
 // kGraphHashFormatVersion if it is intended (they change with
-// kPlannerVersion too: these are version 2's). All three were
+// kPlannerVersion too: these are format 6's and version 3's). All three were
 // cross-checked with a separate C program hashing GraphHashInput's bytes
 // with libxxhash's XXH3_128bits and printing high64 then low64. The last
 // two have a data-dependent size, so they are dynamic requests (format 5,
@@ -149,17 +159,17 @@ TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
 // their own); the first is format 4's, unchanged.
 TEST(GraphHashTest, GoldenValues) {
   EXPECT_EQ(GraphHash(SmallProblem(), "inductor", kBudget),
-            "51ad0905e9374c02d0fbaa7e02b8d794");
+            "bd77346e16062c2ecb96f5f2faa09ea5");
   EXPECT_EQ(GraphHash(TwoDeviceProblem(), "auto", kBudget),
-            "83aa4e3766deeb92aed89adcc5ea3e0e");
+            "87bf4ffb611feb5230ac1fe80c4bfdda");
   EXPECT_EQ(GraphHash(PinnedProblem(), "optimal", absl::Seconds(2)),
-            "b34f9fb9070146ebb4afa17a18d27ffd");
+            "3e498f24eef9effa4f347cd70e4bb3e0");
 }
 
 // The digest is the number the hex spells, high half first.
 TEST(GraphHashTest, DigestIsTheNumberTheHexSpells) {
   EXPECT_EQ(GraphHashDigest(SmallProblem(), "inductor", kBudget),
-            absl::MakeUint128(0x51ad0905e9374c02, 0xd0fbaa7e02b8d794));
+            absl::MakeUint128(0xbd77346e16062c2e, 0xcb96f5f2faa09ea5));
   EXPECT_EQ(GraphHashHex(absl::MakeUint128(0x0123456789abcdef, 0xf)),
             "0123456789abcdef000000000000000f");
 }

@@ -226,14 +226,17 @@ TEST(NodesServiceTest, PlansTheBuffersOfTheSchedule) {
       client.PlanMemory(buffers);
   ASSERT_TRUE(by_nodes.ok()) << by_nodes.status();
   ASSERT_TRUE(by_buffers.ok()) << by_buffers.status();
-  // The same graph hash, so the second call is served from the cache; the
-  // same response but for the planner's wall time and the cache status.
+  // The same plan and stats; not the same graph hash, since the nodes'
+  // baseline_peak_bytes follows Inductor's reuse pass over the service's
+  // lines (here it reuses nothing, so the numbers agree).
   EXPECT_EQ(by_nodes->cache(), v1::CACHE_STATUS_MISS);
-  EXPECT_EQ(by_buffers->cache(), v1::CACHE_STATUS_LOCAL);
-  by_nodes->mutable_stats()->clear_planning_micros();
-  by_buffers->mutable_stats()->clear_planning_micros();
-  by_nodes->clear_cache();
-  by_buffers->clear_cache();
+  EXPECT_EQ(by_buffers->cache(), v1::CACHE_STATUS_MISS);
+  EXPECT_NE(by_nodes->graph_hash(), by_buffers->graph_hash());
+  for (v1::PlanMemoryResponse* response : {&*by_nodes, &*by_buffers}) {
+    response->mutable_stats()->clear_planning_micros();
+    response->clear_cache();
+    response->clear_graph_hash();
+  }
   EXPECT_EQ(by_nodes->SerializeAsString(), by_buffers->SerializeAsString());
 
   v1::PlanMemoryRequest no_size = nodes;

@@ -125,10 +125,12 @@ def events_from_lines(lines, allocations, removed_buffers=(), unplanned=None):
     unplanned: what the graph allocates and frees outside the plan, for the
     service's whole-graph peaks (an object with extern_allocation(line),
     multi_output(line) and input_free(line) returning the event's fields as
-    a dict, or None for a line it cannot describe, and free_description(
-    line), the fields of a FREE_IF_NOT_REUSED of a buffer no ALLOCATE names,
-    which Inductor's reuse pass may hand on, or None; and scheduler_node(
-    line)); None: those lines are sent as OTHER.
+    a dict, or None for a line it cannot describe; free_description(line),
+    the fields of a FREE_IF_NOT_REUSED of a buffer no ALLOCATE names, which
+    Inductor's reuse pass may hand on, or None; reuse_input(line), for a
+    REUSE of a graph input's storage in place, the bytes and device it
+    returns once freed, or None; and scheduler_node(line)); None: those
+    lines are sent as OTHER.
     """
     events = []
     for line in lines:
@@ -160,6 +162,10 @@ def events_from_lines(lines, allocations, removed_buffers=(), unplanned=None):
         elif kind == pb.EVENT_KIND_REUSE:
             event.name = line.node.get_name()
             event.reused_as = line.reused_as.get_name()
+            if unplanned is not None:
+                taken = unplanned.reuse_input(line)
+                if taken:
+                    event.MergeFrom(pb.Event(**taken))
         if unplanned is not None and kind in (
                 pb.EVENT_KIND_ALLOCATE, pb.EVENT_KIND_FREE_IF_NOT_REUSED):
             node = unplanned.scheduler_node(line)
@@ -233,6 +239,7 @@ class GraphMemory:
         self.ir = ir
         self.scheduler_node_bytes = list(scheduler_node_bytes)
         self.unknown_storage = set()  # freed inputs without an example
+        self.graph_inputs = set(getattr(graph, "graph_input_names", []))
         self.input_release = self._input_release(lines)
 
     def _bytes(self, node):
@@ -276,9 +283,20 @@ class GraphMemory:
         return {"name": line.arg_name, "reused_as": line.result_name,
                 "output_index": names.index(line.result_name)}
 
+    def reuse_input(self, line):
+        """A graph input whose storage a buffer takes over in place
+        (`buf16 = relu_15; del relu_15  # reuse`): the bytes its free will
+        return, as input_free's."""
+        name = line.node.get_name()
+        if name not in self.graph_inputs:
+            return None
+        return self.input_free(line)
+
     def input_free(self, line):
         name = line.node.get_name()
         device = str(line.node.get_device() or "")
+        if name.startswith(_HELD_INPUT_PREFIXES):
+            return {"name": name, "size_bytes": 0, "device": device}
         if name in self.unknown_storage:
             # No example input to tell its storage: its layout's bytes.
             return {"name": name, "size_bytes": self._layout_bytes(line.node),
@@ -323,9 +341,14 @@ class GraphMemory:
         graph = self.graph
         if not getattr(graph, "is_backward", False):
             return {}
+        # Where each input is let go: its FreeLine, or the ReuseLine of a
+        # buffer that takes its storage over in place.
+        inputs = set(getattr(graph, "graph_input_names", []))
         freed = [line.node.get_name() for line in lines
-                 if line_kind(line) == pb.EVENT_KIND_FREE_INPUT
-                 and hasattr(line, "node")]
+                 if hasattr(line, "node") and (
+                     line_kind(line) == pb.EVENT_KIND_FREE_INPUT or (
+                         line_kind(line) == pb.EVENT_KIND_REUSE
+                         and line.node.get_name() in inputs))]
         names = list(getattr(graph, "graph_input_names", []))
         examples = list(getattr(graph, "example_inputs", None) or [])
         storage_of = {}  # input name -> (storage key, bytes, device)

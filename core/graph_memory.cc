@@ -1,0 +1,193 @@
+#include "core/graph_memory.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace memplan {
+
+std::ostream& operator<<(std::ostream& os, const MemoryBlock& block) {
+  os << "[" << block.begin << ",";
+  if (block.end == kNeverFreed) {
+    os << "never";
+  } else {
+    os << block.end;
+  }
+  return os << ")" << (block.freed_input ? "-" : "+") << block.size;
+}
+
+Bytes AllocatorBytes(Bytes size, Bytes block) {
+  if (size <= 0) return 0;
+  return AlignUp(size, block);
+}
+
+Bytes PeakAboveEntry(const std::vector<MemoryBlock>& blocks, Bytes block) {
+  // (position, change in bytes): the changes at one position all apply
+  // before the total there is read.
+  std::vector<std::pair<int64_t, Bytes>> changes;
+  changes.reserve(2 * blocks.size());
+  for (const MemoryBlock& b : blocks) {
+    if (b.begin >= b.end) continue;
+    const Bytes bytes = AllocatorBytes(b.size, block);
+    if (bytes == 0) continue;
+    const Bytes signed_bytes = b.freed_input ? -bytes : bytes;
+    changes.emplace_back(b.begin, signed_bytes);
+    if (b.end != kNeverFreed) changes.emplace_back(b.end, -signed_bytes);
+  }
+  std::sort(changes.begin(), changes.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  Bytes total = 0;
+  Bytes peak = 0;
+  for (size_t i = 0; i < changes.size();) {
+    const int64_t position = changes[i].first;
+    for (; i < changes.size() && changes[i].first == position; ++i) {
+      total += changes[i].second;
+    }
+    peak = std::max(peak, total);
+  }
+  return peak;
+}
+
+namespace {
+
+// The devices of `problem` in the order of their first buffer, then of
+// their first unplanned buffer, with an index by name.
+class Devices {
+ public:
+  explicit Devices(const Problem& problem) {
+    for (const Buffer& buffer : problem.buffers) Add(buffer.device);
+    for (const UnplannedBuffer& buffer : problem.unplanned) {
+      Add(buffer.device);
+    }
+  }
+  // One empty DeviceMemory per device, in order.
+  std::vector<DeviceMemory> Empty() const {
+    std::vector<DeviceMemory> memory;
+    for (const std::string& device : names_) {
+      memory.push_back(DeviceMemory{device, {}});
+    }
+    return memory;
+  }
+  size_t operator[](const std::string& device) const {
+    return index_.at(device);
+  }
+
+ private:
+  void Add(const std::string& device) {
+    if (index_.try_emplace(device, names_.size()).second) {
+      names_.push_back(device);
+    }
+  }
+  std::vector<std::string> names_;
+  absl::flat_hash_map<std::string, size_t> index_;
+};
+
+// The block of an unplanned buffer: an extern output over its live range,
+// an input counting negative from its free on.
+MemoryBlock BlockOf(const UnplannedBuffer& buffer) {
+  if (buffer.is_input) {
+    return MemoryBlock{buffer.live_range.end, kNeverFreed, buffer.size,
+                       /*freed_input=*/true};
+  }
+  return MemoryBlock{buffer.live_range.begin, buffer.live_range.end,
+                     buffer.size};
+}
+
+}  // namespace
+
+GraphTimeline TimelineOfBuffers(const Problem& problem) {
+  const Devices devices(problem);
+  GraphTimeline timeline;
+  timeline.unplanned = devices.Empty();
+  timeline.baseline = devices.Empty();
+  timeline.spans.reserve(problem.buffers.size());
+  for (const Buffer& buffer : problem.buffers) {
+    const LiveRange& range = buffer.live_range;
+    timeline.spans.push_back(GraphTimeline::Span{range.begin, range.end});
+    if (buffer.size > 0 && range.begin < range.end) {
+      timeline.baseline[devices[buffer.device]].blocks.push_back(
+          MemoryBlock{range.begin, range.end, buffer.size});
+    }
+  }
+  for (const UnplannedBuffer& buffer : problem.unplanned) {
+    const size_t device = devices[buffer.device];
+    timeline.unplanned[device].blocks.push_back(BlockOf(buffer));
+    timeline.baseline[device].blocks.push_back(BlockOf(buffer));
+  }
+  return timeline;
+}
+
+std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
+                                     const GraphTimeline& timeline) {
+  std::vector<DeviceMemory> memory = timeline.unplanned;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (size_t d = 0; d < memory.size(); ++d) index[memory[d].device] = d;
+  // Each pool over the hull of its buffers' spans.
+  std::vector<GraphTimeline::Span> hulls(plan.pools.size());
+  std::vector<bool> used(plan.pools.size(), false);
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const GraphTimeline::Span& span = timeline.spans[i];
+    if (problem.buffers[i].size == 0 || span.begin >= span.end) continue;
+    const int32_t pool = plan.assignments[i].pool;
+    if (!used[pool]) {
+      hulls[pool] = span;
+      used[pool] = true;
+    } else {
+      hulls[pool].begin = std::min(hulls[pool].begin, span.begin);
+      hulls[pool].end = std::max(hulls[pool].end, span.end);
+    }
+  }
+  for (size_t p = 0; p < plan.pools.size(); ++p) {
+    if (!used[p]) continue;
+    auto [it, added] = index.try_emplace(plan.pools[p].device, memory.size());
+    if (added) memory.push_back(DeviceMemory{plan.pools[p].device, {}});
+    memory[it->second].blocks.push_back(
+        MemoryBlock{hulls[p].begin, hulls[p].end, plan.pools[p].size});
+  }
+  return memory;
+}
+
+std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
+                                         const Plan& plan,
+                                         const GraphTimeline& timeline) {
+  const Bytes block = problem.allocator_block;
+  const std::vector<DeviceMemory> predicted =
+      PlanMemory(problem, plan, timeline);
+  // The lower bound's blocks: the unplanned ones rounded, the buffers' as
+  // they are (counted with a block of one byte).
+  std::vector<DeviceMemory> bound = timeline.unplanned;
+  for (DeviceMemory& device : bound) {
+    for (MemoryBlock& b : device.blocks) b.size = AllocatorBytes(b.size, block);
+  }
+  absl::flat_hash_map<std::string, size_t> index;
+  for (size_t d = 0; d < bound.size(); ++d) index[bound[d].device] = d;
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    const Buffer& buffer = problem.buffers[i];
+    const GraphTimeline::Span& span = timeline.spans[i];
+    auto [it, added] = index.try_emplace(buffer.device, bound.size());
+    if (added) bound.push_back(DeviceMemory{buffer.device, {}});
+    bound[it->second].blocks.push_back(
+        MemoryBlock{span.begin, span.end, buffer.size});
+  }
+  std::vector<DevicePeaks> peaks;
+  for (const DeviceMemory& device : predicted) {
+    DevicePeaks peak;
+    peak.device = device.device;
+    peak.predicted = PeakAboveEntry(device.blocks, block);
+    for (const DeviceMemory& other : timeline.baseline) {
+      if (other.device == device.device) {
+        peak.baseline = PeakAboveEntry(other.blocks, block);
+      }
+    }
+    for (const DeviceMemory& other : bound) {
+      if (other.device == device.device) {
+        peak.lower_bound = PeakAboveEntry(other.blocks, 1);
+      }
+    }
+    peaks.push_back(std::move(peak));
+  }
+  return peaks;
+}
+
+}  // namespace memplan

@@ -1,0 +1,145 @@
+// The whole graph's memory: what is allocated while a graph runs, above
+// what was allocated at its entry, with a plan's pools and without them.
+// A plan's own stats (core/stats.h) see only the pooled buffers on their
+// own timesteps; a GPU sees more. While a compiled graph runs, memory that
+// no pool holds is live beside the pools: the outputs extern kernels
+// allocate themselves (convolutions, attention), and the graph inputs it
+// frees as it goes (a backward graph frees its saved activations). A pool
+// holds its whole size from its creation to its release:
+//
+//   bytes ^
+//         |        +--------------+            pool0 [1, 6): 4 units
+//         |   +----+              |
+//         |   |    |    pool0     +-----+      extern output [3, 7)
+//         |   |    +-----------+  |  ext|
+//         |   |ext |           |  |     |      input freed at 5: -1 unit
+//         +---+----+-----------+--+-----+---> position
+//         0   1    3           5  6     7
+//
+// The model counts allocations as a caching allocator does: each one
+// rounded up to the allocator's block (PyTorch's CUDA caching allocator:
+// 512 bytes), a pool as one allocation. Positions are the wrapper's events
+// (with events: after each event) or the plan's timesteps (with buffers:
+// frees at t before allocations at t); a block is allocated over the
+// half-open [begin, end) of positions. docs/DESIGN.md, "Whole-graph
+// memory", gives the semantics of the two peaks.
+#ifndef MEMPLAN_CORE_GRAPH_MEMORY_H_
+#define MEMPLAN_CORE_GRAPH_MEMORY_H_
+
+#include <cstdint>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace memplan {
+
+// A position no block reaches: a block ending there is never freed while
+// the graph runs (an output, a storage the graph returns).
+inline constexpr int64_t kNeverFreed = std::numeric_limits<int64_t>::max();
+
+// One allocation of the whole-graph model: `size` bytes (not yet rounded)
+// over the half-open [begin, end) of positions. A graph input the graph
+// frees at position p is the block [p, kNeverFreed) of its size counted
+// negative (its bytes were allocated before the entry).
+struct MemoryBlock {
+  int64_t begin = 0;
+  int64_t end = kNeverFreed;
+  Bytes size = 0;
+  bool freed_input = false;  // counts -size from begin on
+
+  friend bool operator==(const MemoryBlock& a, const MemoryBlock& b) {
+    return a.begin == b.begin && a.end == b.end && a.size == b.size &&
+           a.freed_input == b.freed_input;
+  }
+};
+
+// Prints "[begin,end)+size" ("-size" for a freed input; "never" for
+// kNeverFreed).
+std::ostream& operator<<(std::ostream& os, const MemoryBlock& block);
+
+// The blocks of one device.
+struct DeviceMemory {
+  std::string device;
+  std::vector<MemoryBlock> blocks;
+};
+
+// Returns `size` rounded up to a multiple of `block` (> 0), and at least
+// one block for a positive size; 0 for 0 (the caching allocator allocates
+// nothing for an empty tensor).
+Bytes AllocatorBytes(Bytes size, Bytes block);
+
+// Returns the most bytes allocated at once over the positions, above the
+// entry (never below 0): the maximum over positions p of the summed
+// allocator bytes (AllocatorBytes(size, block)) of the blocks with
+// begin <= p < end, freed inputs counting negative. O(k log k) for k
+// blocks.
+Bytes PeakAboveEntry(const std::vector<MemoryBlock>& blocks, Bytes block);
+
+// The whole-graph peaks of one device, in bytes above the graph's entry.
+struct DevicePeaks {
+  std::string device;
+  Bytes predicted = 0;    // with the plan's pools
+  Bytes baseline = 0;     // without pools, as default torch.compile
+  // No plan's predicted peak can be lower: the most bytes at once of the
+  // unplanned blocks and the buffers' own sizes (a pool holds at least its
+  // live buffers' bytes wherever it is charged).
+  Bytes lower_bound = 0;
+
+  friend bool operator==(const DevicePeaks& a, const DevicePeaks& b) {
+    return a.device == b.device && a.predicted == b.predicted &&
+           a.baseline == b.baseline && a.lower_bound == b.lower_bound;
+  }
+};
+
+// A graph's memory outside its plan, on one time axis of positions:
+// where each buffer group is allocated and freed, the unplanned blocks as
+// the pooled code allocates them, and default torch.compile's blocks (the
+// baseline). Built once per request (TimelineOfBuffers, or from wrapper
+// lines: core/inductor/wrapper_memory.h); read by the whole-graph peaks
+// and by the planners that minimize them.
+struct GraphTimeline {
+  // Per buffer group (parallel to Problem::buffers): allocated over
+  // [begin, end) of positions (end kNeverFreed: never freed while the graph
+  // runs, e.g. an output).
+  struct Span {
+    int64_t begin = 0;
+    int64_t end = kNeverFreed;
+  };
+  std::vector<Span> spans;
+  // Per device, in the order of the devices' first buffers: the blocks no
+  // pool holds, with pools (extern outputs, freed inputs).
+  std::vector<DeviceMemory> unplanned;
+  // Per device (same order): everything default torch.compile allocates,
+  // each buffer group its own storage as its reuse pass hands them on,
+  // the unplanned blocks included.
+  std::vector<DeviceMemory> baseline;
+};
+
+// Returns the timeline of a problem given as plain buffers, positions being
+// timesteps: each buffer over its live range (empty or of size 0: nothing),
+// the unplanned buffers over theirs (an input freed at its end), and as the
+// baseline each buffer alone (no reuse) plus the unplanned ones.
+GraphTimeline TimelineOfBuffers(const Problem& problem);
+
+// Returns the blocks `plan` (a plan of `problem`) allocates on each device
+// (the timeline's order): each pool over the hull of its buffers' spans
+// (from the first begin to the last end; buffers of size 0 or with an
+// empty span allocate nothing), plus the timeline's unplanned blocks.
+std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
+                                     const GraphTimeline& timeline);
+
+// Returns, per device (the timeline's order), PeakAboveEntry of
+// PlanMemory (predicted) and of the baseline, allocations rounded up to
+// problem.allocator_block bytes, and the lower bound of the predicted peak
+// (the unplanned blocks rounded, each buffer's size as it is, over its
+// span).
+std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
+                                         const Plan& plan,
+                                         const GraphTimeline& timeline);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_GRAPH_MEMORY_H_

@@ -1,0 +1,400 @@
+#include "core/inductor/wrapper_memory.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/inductor/reuse_planner.h"
+#include "core/planner.h"
+
+namespace memplan {
+namespace {
+
+bool IsMemoryPlanningLine(const WrapperLine& line) {
+  return line.kind == WrapperLineKind::kAllocate ||
+         line.kind == WrapperLineKind::kFreeIfNotReused ||
+         line.kind == WrapperLineKind::kReuse;
+}
+
+// The devices of a timeline: the groups' first, then the others lines
+// name, each with its DeviceMemory in a list.
+class Devices {
+ public:
+  Devices(const Problem& problem, const WrapperProgram& program) {
+    for (const Buffer& buffer : problem.buffers) Add(buffer.device);
+    for (const WrapperLine& line : program.lines) {
+      if (line.kind == WrapperLineKind::kExternAllocate ||
+          line.kind == WrapperLineKind::kFreeInput || line.reuses_input) {
+        Add(line.allocation.device);
+      }
+    }
+  }
+  std::vector<DeviceMemory> Empty() const {
+    std::vector<DeviceMemory> memory;
+    for (const std::string& device : names_) {
+      memory.push_back(DeviceMemory{device, {}});
+    }
+    return memory;
+  }
+  size_t operator[](const std::string& device) const {
+    return index_.at(device);
+  }
+
+ private:
+  void Add(const std::string& device) {
+    if (index_.try_emplace(device, names_.size()).second) {
+      names_.push_back(device);
+    }
+  }
+  std::vector<std::string> names_;
+  absl::flat_hash_map<std::string, size_t> index_;
+};
+
+// Storages and the names that hold them, as Python's references do: a
+// storage is freed at the line where its last holder lets it go.
+class Storages {
+ public:
+  explicit Storages(std::vector<DeviceMemory>& memory) : memory_(memory) {}
+
+  // New storages of `sizes` bytes each on device `device` (an index), held
+  // by `name`, allocated at `line`.
+  void Allocate(const std::string& name, size_t device,
+                const std::vector<Bytes>& sizes, int64_t line) {
+    std::vector<size_t>& held = held_[name];
+    for (Bytes size : sizes) {
+      storages_.push_back(Storage{device, size, line, 1, false});
+      held.push_back(storages_.size() - 1);
+    }
+  }
+  // A graph input's storage of `size` bytes, allocated before the graph
+  // ran, now held by `name` (which took it over in place): freed, it
+  // counts negative from then on.
+  void TakeInput(const std::string& name, size_t device, Bytes size) {
+    storages_.push_back(Storage{device, size, 0, 1, true});
+    held_[name].push_back(storages_.size() - 1);
+  }
+  // `holder` holds the storage number `part` of `name`'s too.
+  void Share(const std::string& name, size_t part, const std::string& holder) {
+    auto it = held_.find(name);
+    if (it == held_.end() || part >= it->second.size()) return;
+    const size_t storage = it->second[part];
+    ++storages_[storage].holders;
+    held_[holder].push_back(storage);
+  }
+  // `to` takes everything `from` holds (`to = from; del from`).
+  void Move(const std::string& from, const std::string& to) {
+    auto it = held_.find(from);
+    if (it == held_.end() || from == to) return;
+    std::vector<size_t> storages = std::move(it->second);
+    held_.erase(it);
+    std::vector<size_t>& into = held_[to];
+    into.insert(into.end(), storages.begin(), storages.end());
+  }
+  // `name` lets go of what it holds at `line`.
+  void Release(const std::string& name, int64_t line) {
+    auto it = held_.find(name);
+    if (it == held_.end()) return;
+    for (size_t storage : it->second) {
+      Storage& s = storages_[storage];
+      if (--s.holders == 0) Emit(s, line);
+    }
+    held_.erase(it);
+  }
+  bool Holds(const std::string& name) const { return held_.contains(name); }
+  // Every storage still held: never freed while the graph runs.
+  void Finish() {
+    for (Storage& s : storages_) {
+      if (s.holders > 0 && !s.input) Emit(s, kNeverFreed);
+    }
+  }
+
+ private:
+  struct Storage {
+    size_t device = 0;
+    Bytes size = 0;
+    int64_t begin = 0;
+    int holders = 0;
+    bool input = false;  // a graph input's, allocated before the entry
+  };
+  void Emit(Storage& s, int64_t end) {
+    s.holders = 0;
+    memory_[s.device].blocks.push_back(
+        s.input ? MemoryBlock{end, kNeverFreed, s.size, /*freed_input=*/true}
+                : MemoryBlock{s.begin, end, s.size});
+  }
+  std::vector<DeviceMemory>& memory_;
+  std::vector<Storage> storages_;
+  absl::flat_hash_map<std::string, std::vector<size_t>> held_;
+};
+
+// Applies a line outside the plan (extern allocation, multi-output binding,
+// input free, an input taken over in place) to `storages`; true when it was
+// one.
+bool ApplyUnplanned(const WrapperLine& line, int64_t i, const Devices& devices,
+                    Storages& storages, std::vector<DeviceMemory>& memory) {
+  switch (line.kind) {
+    case WrapperLineKind::kExternAllocate:
+      storages.Allocate(line.name, devices[line.allocation.device],
+                        line.output_bytes.empty()
+                            ? std::vector<Bytes>{line.allocation.size}
+                            : line.output_bytes,
+                        i);
+      return true;
+    case WrapperLineKind::kReuse:
+      if (!line.reuses_input) return false;
+      storages.TakeInput(line.reused_as, devices[line.allocation.device],
+                         line.allocation.size);
+      return true;
+    case WrapperLineKind::kMultiOutput:
+      storages.Share(line.name, static_cast<size_t>(line.output_index),
+                     line.reused_as);
+      return true;
+    case WrapperLineKind::kFreeInput:
+      memory[devices[line.allocation.device]].blocks.push_back(MemoryBlock{
+          i, kNeverFreed, line.allocation.size, /*freed_input=*/true});
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+GraphTimeline TimelineOfLines(const Problem& problem,
+                              const WrapperProgram& program,
+                              const PoolLines& lines,
+                              const std::vector<ReuseDecision>& reuse) {
+  const Devices devices(problem, program);
+  GraphTimeline timeline;
+  timeline.unplanned = devices.Empty();
+  timeline.baseline = devices.Empty();
+  const size_t num_groups = problem.buffers.size();
+  const auto num_lines = static_cast<int64_t>(program.lines.size());
+
+  // Spans: from the group's ALLOCATE to its last FREE.
+  timeline.spans.assign(num_groups, GraphTimeline::Span{0, kNeverFreed});
+  std::vector<int64_t> last_free(num_groups, -1);
+  for (int64_t i = 0; i < num_lines; ++i) {
+    const int32_t group = lines.group_of_line[i];
+    if (group < 0) continue;
+    if (lines.allocates[i]) {
+      timeline.spans[group].begin = i;
+    } else {
+      last_free[group] = std::max(last_free[group], i);
+    }
+  }
+  for (size_t g = 0; g < num_groups; ++g) {
+    if (!problem.buffers[g].is_output && last_free[g] >= 0) {
+      timeline.spans[g].end = last_free[g];
+    }
+  }
+
+  const absl::flat_hash_set<std::string> removed(
+      program.removed_buffers.begin(), program.removed_buffers.end());
+  absl::flat_hash_set<std::string> grouped;
+  for (const Buffer& buffer : problem.buffers) {
+    for (const std::string& name : buffer.names) grouped.insert(name);
+  }
+
+  // With pools: what no pool holds.
+  {
+    Storages storages(timeline.unplanned);
+    for (int64_t i = 0; i < num_lines; ++i) {
+      const WrapperLine& line = program.lines[i];
+      if (ApplyUnplanned(line, i, devices, storages, timeline.unplanned)) {
+        continue;
+      }
+      if (removed.contains(line.name)) continue;
+      if (line.kind == WrapperLineKind::kFreeIfNotReused &&
+          !grouped.contains(line.name)) {
+        storages.Release(line.name, i);
+      } else if (line.kind == WrapperLineKind::kReuse &&
+                 !grouped.contains(line.name)) {
+        storages.Move(line.name, line.reused_as);
+      }
+    }
+    storages.Finish();
+  }
+
+  // The baseline: every storage, handed on as the reuse pass decided.
+  {
+    absl::flat_hash_map<int64_t, const ReuseDecision*> taken_at;
+    absl::flat_hash_set<int64_t> handed_on_at;
+    for (const ReuseDecision& decision : reuse) {
+      taken_at[decision.allocation_line] = &decision;
+      handed_on_at.insert(decision.free_line);
+    }
+    // The trailing memory-planning lines the reuse pass pops.
+    const absl::flat_hash_set<std::string> outputs(
+        program.output_names.begin(), program.output_names.end());
+    int64_t last_other = -1;
+    for (int64_t i = 0; i < num_lines; ++i) {
+      if (!IsMemoryPlanningLine(program.lines[i])) last_other = i;
+    }
+    Storages storages(timeline.baseline);
+    for (int64_t i = 0; i < num_lines; ++i) {
+      const WrapperLine& line = program.lines[i];
+      if (ApplyUnplanned(line, i, devices, storages, timeline.baseline)) {
+        continue;
+      }
+      if (removed.contains(line.name)) continue;
+      if (i > last_other && IsMemoryPlanningLine(line) &&
+          !outputs.contains(line.name) && !outputs.contains(line.reused_as)) {
+        continue;
+      }
+      switch (line.kind) {
+        case WrapperLineKind::kAllocate: {
+          auto taken = taken_at.find(i);
+          if (taken != taken_at.end()) {
+            storages.Move(taken->second->reused, line.name);
+          } else {
+            const int32_t group = lines.group_of_line[i];
+            const Bytes size =
+                group >= 0 ? problem.buffers[group].size : line.allocation.size;
+            storages.Allocate(line.name, devices[line.allocation.device],
+                              {size}, i);
+          }
+          break;
+        }
+        case WrapperLineKind::kFreeIfNotReused:
+          if (!handed_on_at.contains(i)) storages.Release(line.name, i);
+          break;
+        case WrapperLineKind::kReuse:
+          storages.Move(line.name, line.reused_as);
+          break;
+        default:
+          break;
+      }
+    }
+    storages.Finish();
+  }
+  return timeline;
+}
+
+absl::Status CheckLinesOutsideThePlan(const WrapperProgram& program,
+                                      absl::string_view label) {
+  // Names allocated so far, to the number of outputs of a multi-output
+  // EXTERN_ALLOCATE (0 for any other allocation).
+  absl::flat_hash_map<std::string, size_t> allocated;
+  auto line_label = [&](size_t i) {
+    const std::string& name = program.lines[i].name;
+    return name.empty() ? absl::StrCat(label, "[", i, "]")
+                        : absl::StrCat(label, "[", i, "] (\"", name, "\")");
+  };
+  auto check_bytes = [&](size_t i, const char* field,
+                         Bytes bytes) -> absl::Status {
+    if (bytes >= 0 && bytes <= kMaxBufferBytes) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(line_label(i), ": ", field, " must be in [0, ",
+                     kMaxBufferBytes, "], got ", bytes));
+  };
+  for (size_t i = 0; i < program.lines.size(); ++i) {
+    const WrapperLine& line = program.lines[i];
+    switch (line.kind) {
+      case WrapperLineKind::kAllocate:
+        allocated.try_emplace(line.name, 0);
+        break;
+      case WrapperLineKind::kExternAllocate: {
+        if (line.name.empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(line_label(i), ": name is missing"));
+        }
+        if (absl::Status status =
+                check_bytes(i, "size_bytes", line.allocation.size);
+            !status.ok()) {
+          return status;
+        }
+        Bytes sum = 0;
+        for (size_t k = 0; k < line.output_bytes.size(); ++k) {
+          if (absl::Status status = check_bytes(
+                  i, absl::StrCat("output_bytes[", k, "]").c_str(),
+                  line.output_bytes[k]);
+              !status.ok()) {
+            return status;
+          }
+          sum += line.output_bytes[k];
+        }
+        if (!line.output_bytes.empty() && sum != line.allocation.size) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              line_label(i), ": size_bytes must be the sum of output_bytes (",
+              sum, "), got ", line.allocation.size));
+        }
+        if (!allocated.try_emplace(line.name, line.output_bytes.size())
+                 .second) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              line_label(i), ": name is allocated by an earlier event"));
+        }
+        break;
+      }
+      case WrapperLineKind::kMultiOutput: {
+        auto it = allocated.find(line.name);
+        if (it == allocated.end() || it->second == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              line_label(i),
+              ": name is no earlier EXTERN_ALLOCATE with output_bytes"));
+        }
+        if (line.output_index < 0 ||
+            static_cast<size_t>(line.output_index) >= it->second) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              line_label(i), ": output_index must be in [0, ", it->second,
+              "), got ", line.output_index));
+        }
+        if (line.reused_as.empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(line_label(i), ": reused_as is missing"));
+        }
+        break;
+      }
+      case WrapperLineKind::kFreeInput:
+        if (absl::Status status =
+                check_bytes(i, "size_bytes", line.allocation.size);
+            !status.ok()) {
+          return status;
+        }
+        break;
+      case WrapperLineKind::kReuse:
+        if (line.reuses_input) {
+          if (absl::Status status =
+                  check_bytes(i, "size_bytes", line.allocation.size);
+              !status.ok()) {
+            return status;
+          }
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+GraphTimeline WholeGraphTimeline(const Problem& problem,
+                                 const WrapperProgram* program,
+                                 const PoolLines* lines) {
+  if (program == nullptr || lines == nullptr) return TimelineOfBuffers(problem);
+  PlanContext context;
+  context.wrapper_program = program;
+  context.wrapper_lines = lines;
+  // The reuse pass's decisions do not depend on a capacity, which would
+  // only turn its plan into RESOURCE_EXHAUSTED.
+  std::optional<Problem> uncapped;
+  if (problem.capacity > 0) {
+    uncapped = problem;
+    uncapped->capacity = 0;
+  }
+  absl::StatusOr<Plan> reuse = ReusePlanner().PlanProblem(
+      uncapped.has_value() ? *uncapped : problem, context);
+  std::vector<ReuseDecision> decisions;
+  if (reuse.ok() && reuse->decisions != nullptr) {
+    decisions = reuse->decisions->reuse;
+  }
+  return TimelineOfLines(problem, *program, *lines, decisions);
+}
+
+}  // namespace memplan

@@ -1,0 +1,229 @@
+// The whole graph's memory read off wrapper lines: extern outputs, their
+// multi-output bindings, input frees and in-place takeovers, the reuse
+// pass's hand-overs in the baseline, and the checks of those lines.
+#include "core/inductor/wrapper_memory.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/core/inductor/wrapper_line_builders.h"
+
+namespace memplan {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+using namespace wrapper_line_builders;  // NOLINT: test builders
+
+WrapperLine Extern(const std::string& name, Bytes size,
+                   std::vector<Bytes> outputs = {}) {
+  WrapperLine line = Allocate(name, size);
+  line.kind = WrapperLineKind::kExternAllocate;
+  line.output_bytes = std::move(outputs);
+  return line;
+}
+
+WrapperLine Bind(const std::string& tuple, int64_t index,
+                 const std::string& name) {
+  WrapperLine line = Reuse(tuple, name);
+  line.kind = WrapperLineKind::kMultiOutput;
+  line.output_index = index;
+  return line;
+}
+
+WrapperLine FreeInput(const std::string& name, Bytes size) {
+  WrapperLine line = Allocate(name, size);
+  line.kind = WrapperLineKind::kFreeInput;
+  return line;
+}
+
+// The problem and lines of `program`, as the service derives them.
+struct Graph {
+  WrapperProgram program;
+  PoolLines lines;
+  Problem problem;
+};
+
+Graph Derive(WrapperProgram program) {
+  Graph graph;
+  graph.program = std::move(program);
+  graph.lines = GroupWrapperLines(graph.program).value();
+  graph.problem.buffers = graph.lines.buffers;
+  graph.problem.allocator_block = 1;
+  return graph;
+}
+
+//   line 0 EXTERN conv0 (1000)             conv0: [0, 5)
+//   line 1 ALLOCATE buf1 (200)   t1        buf1: [1, 4)
+//   line 2 kernel
+//   line 3 EXTERN sdpa (300 + 50): tuple   out0 bound to buf4 [3, 7)
+//   line 4 MULTI_OUTPUT sdpa[0] -> buf4                 (the tuple
+//   line 5 FREE sdpa             t2        frees out1 (50) at 5: [3, 5))
+//   line 5 ...
+//   line 6 FREE_INPUT saved (700)          -700 from 6
+//   line 7 FREE buf1             t3
+//   line 8 FREE conv0            t3        conv0 freed at 8
+//   line 9 kernel
+//   line 10 FREE buf4            t4        out0 freed at 10
+//   line 11 kernel
+// (positions are line indices: the FREE of conv0 at 8 ends it at 8.)
+WrapperProgram ExternsAndInputs() {
+  WrapperProgram program;
+  program.lines = {Extern("conv0", 1000),
+                   Allocate("buf1", 200),
+                   Kernel(),
+                   Extern("sdpa", 350, {300, 50}),
+                   Bind("sdpa", 0, "buf4"),
+                   Free("sdpa"),
+                   FreeInput("saved", 700),
+                   Free("buf1"),
+                   Free("conv0"),
+                   Kernel(),
+                   Free("buf4"),
+                   Kernel()};
+  return program;
+}
+
+TEST(TimelineOfLinesTest, ExternOutputsLiveUntilTheirLastHolderLetsGo) {
+  const Graph graph = Derive(ExternsAndInputs());
+  const GraphTimeline timeline =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
+  ASSERT_EQ(timeline.spans.size(), 1u);  // buf1
+  EXPECT_EQ(timeline.spans[0].begin, 1);
+  EXPECT_EQ(timeline.spans[0].end, 7);
+  ASSERT_EQ(timeline.unplanned.size(), 1u);
+  EXPECT_THAT(timeline.unplanned[0].blocks,
+              UnorderedElementsAre(MemoryBlock{3, 5, 50},
+                                   MemoryBlock{6, kNeverFreed, 700, true},
+                                   MemoryBlock{0, 8, 1000},
+                                   MemoryBlock{3, 10, 300}));
+  // The baseline holds buf1 as well.
+  EXPECT_THAT(timeline.baseline[0].blocks,
+              UnorderedElementsAre(MemoryBlock{1, 7, 200}, MemoryBlock{3, 5, 50},
+                                   MemoryBlock{6, kNeverFreed, 700, true},
+                                   MemoryBlock{0, 8, 1000},
+                                   MemoryBlock{3, 10, 300}));
+}
+
+TEST(TimelineOfLinesTest, PredictedAndBaselinePeaks) {
+  const Graph graph = Derive(ExternsAndInputs());
+  const GraphTimeline timeline =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
+  Plan plan;
+  plan.pools = {Pool("pool0", "cuda:0", 200)};
+  plan.assignments = {{0, 0}};
+  const std::vector<DevicePeaks> peaks =
+      WholeGraphPeaks(graph.problem, plan, timeline);
+  ASSERT_EQ(peaks.size(), 1u);
+  // At 3 and 4: conv0 1000, buf1's pool 200, sdpa's outputs 350.
+  EXPECT_EQ(peaks[0].predicted, 1550);
+  EXPECT_EQ(peaks[0].baseline, 1550);
+  EXPECT_EQ(peaks[0].lower_bound, 1550);
+}
+
+//   line 0 ALLOCATE a (256)      a freed at 2, its storage handed to b at 4:
+//   line 1 kernel                held over [0, 4) by a, then by b to 6
+//   line 2 FREE a
+//   line 3 kernel
+//   line 4 ALLOCATE b (256)
+//   line 5 kernel
+//   line 6 FREE b
+//   line 7 kernel
+TEST(TimelineOfLinesTest, TheBaselineHoldsAStorageTheReusePassHandsOn) {
+  WrapperProgram program;
+  program.lines = {Allocate("a", 256), Kernel(), Free("a"),   Kernel(),
+                   Allocate("b", 256), Kernel(), Free("b"), Kernel()};
+  const Graph graph = Derive(program);
+  const ReuseDecision decision{/*allocation_line=*/4, /*free_line=*/2, "b",
+                               "a"};
+  const GraphTimeline timeline =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {decision});
+  EXPECT_THAT(timeline.baseline[0].blocks, ElementsAre(MemoryBlock{0, 6, 256}));
+  // Without the hand-over, two storages, one after the other.
+  const GraphTimeline apart =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
+  EXPECT_THAT(apart.baseline[0].blocks,
+              ElementsAre(MemoryBlock{0, 2, 256}, MemoryBlock{4, 6, 256}));
+}
+
+TEST(TimelineOfLinesTest, AnExternOutputHandedToABufferLivesOnInTheBaseline) {
+  // The reuse pass gives buf2 the storage of conv0 (an extern output); with
+  // pools, conv0 is freed at its FREE and buf2 lives in its pool.
+  WrapperLine free_conv = FreeExternal("conv0", 512);
+  WrapperProgram program;
+  program.lines = {Extern("conv0", 512), Kernel(), free_conv,
+                   Allocate("buf2", 512), Kernel(), Free("buf2"), Kernel()};
+  const Graph graph = Derive(program);
+  const GraphTimeline timeline = TimelineOfLines(
+      graph.problem, graph.program, graph.lines,
+      {ReuseDecision{/*allocation_line=*/3, /*free_line=*/2, "buf2", "conv0"}});
+  EXPECT_THAT(timeline.baseline[0].blocks, ElementsAre(MemoryBlock{0, 5, 512}));
+  EXPECT_THAT(timeline.unplanned[0].blocks, ElementsAre(MemoryBlock{0, 2, 512}));
+}
+
+TEST(TimelineOfLinesTest, AnInputTakenOverInPlaceIsFreedWithItsTaker) {
+  // `buf3 = relu_1; del relu_1  # reuse`: relu_1 (a saved activation) is
+  // freed when buf3 is.
+  WrapperLine takeover = Reuse("relu_1", "buf3");
+  takeover.reuses_input = true;
+  takeover.allocation.size = 4096;
+  takeover.allocation.device = "cuda:0";
+  WrapperProgram program;
+  program.lines = {Allocate("buf0", 64), Kernel(), takeover, Kernel(),
+                   Free("buf3"),         Free("buf0"), Kernel()};
+  const Graph graph = Derive(program);
+  const GraphTimeline timeline =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
+  EXPECT_THAT(timeline.unplanned[0].blocks,
+              ElementsAre(MemoryBlock{4, kNeverFreed, 4096, true}));
+}
+
+TEST(TimelineOfLinesTest, OutputsAndTheirStoragesAreNeverFreed) {
+  WrapperProgram program;
+  program.lines = {Extern("out", 128), Allocate("buf1", 64), Kernel(),
+                   Free("buf1"), Kernel()};
+  program.output_names = {"out", "buf1"};
+  const Graph graph = Derive(program);
+  const GraphTimeline timeline =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
+  EXPECT_EQ(timeline.spans[0].end, kNeverFreed);  // buf1, an output
+  EXPECT_THAT(timeline.unplanned[0].blocks,
+              ElementsAre(MemoryBlock{0, kNeverFreed, 128}));
+}
+
+TEST(CheckLinesOutsideThePlanTest, NamesTheLineAndTheField) {
+  auto error = [](std::vector<WrapperLine> lines) {
+    WrapperProgram program;
+    program.lines = std::move(lines);
+    return std::string(CheckLinesOutsideThePlan(program, "events").message());
+  };
+  EXPECT_THAT(error({Extern("", 10)}), HasSubstr("events[0]: name is missing"));
+  EXPECT_THAT(error({Extern("e", -1)}),
+              HasSubstr("events[0] (\"e\"): size_bytes must be in [0, "));
+  EXPECT_THAT(error({Extern("e", 10, {4, 5})}),
+              HasSubstr("size_bytes must be the sum of output_bytes (9)"));
+  EXPECT_THAT(error({Extern("e", 10, {-4, 14})}),
+              HasSubstr("output_bytes[0] must be in [0, "));
+  EXPECT_THAT(error({Allocate("e", 8), Extern("e", 10)}),
+              HasSubstr("events[1] (\"e\"): name is allocated by an earlier"));
+  EXPECT_THAT(error({Extern("e", 10), Bind("e", 0, "x")}),
+              HasSubstr("events[1] (\"e\"): name is no earlier EXTERN_ALLOCATE "
+                        "with output_bytes"));
+  EXPECT_THAT(error({Extern("e", 10, {4, 6}), Bind("e", 2, "x")}),
+              HasSubstr("output_index must be in [0, 2), got 2"));
+  EXPECT_THAT(error({Extern("e", 10, {4, 6}), Bind("e", 1, "")}),
+              HasSubstr("reused_as is missing"));
+  EXPECT_THAT(error({FreeInput("x", -5)}),
+              HasSubstr("events[0] (\"x\"): size_bytes must be in [0, "));
+  WrapperLine takeover = Reuse("x", "y");
+  takeover.reuses_input = true;
+  takeover.allocation.size = Bytes{1} << 41;
+  EXPECT_THAT(error({takeover}), HasSubstr("size_bytes must be in [0, "));
+  EXPECT_TRUE(CheckLinesOutsideThePlan(ExternsAndInputs()).ok());
+}
+
+}  // namespace
+}  // namespace memplan
