@@ -337,6 +337,23 @@ TEST(SymbolicEvaluateTest, Errors) {
             absl::StatusCode::kInvalidArgument);  // not an integer power
 }
 
+// Folding INT64_MIN / -1 would overflow (and INT64_MIN % -1 traps on
+// x86): the builder leaves it unfolded, and evaluation says it is out of
+// range.
+TEST(SymbolicEvaluateTest, Int64MinOverMinusOneIsOutOfRangeNotACrash) {
+  const std::string min = "(-9223372036854775807 - 1)";
+  EXPECT_EQ(Reprint(min + "/-1"), "(-9223372036854775808)/(-1)");
+  for (const std::string& text :
+       {min + "/-1", min + "/(-1)", min + "//-1", "FloorDiv(" + min + ", -1)",
+        "ceiling(" + min + "/-1)", "floor(" + min + "/-1)"}) {
+    EXPECT_EQ(Eval(text).status().code(), absl::StatusCode::kOutOfRange)
+        << text;
+  }
+  EXPECT_EQ(Eval(min + "/1").value(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(Eval(min + " % -1").value(), 0);
+  EXPECT_EQ(Eval("Mod(" + min + ", -1)").value(), 0);
+}
+
 // A DAG whose printed form doubles at every level still evaluates in time
 // linear in its size; the printed length bound saturates.
 TEST(SymbolicEvaluateTest, SharedSubexpressionsEvaluateOnce) {
