@@ -354,6 +354,21 @@ TEST(SymbolicEvaluateTest, Int64MinOverMinusOneIsOutOfRangeNotACrash) {
   EXPECT_EQ(Eval("Mod(" + min + ", -1)").value(), 0);
 }
 
+// Mod is a - b*floor(a/b) with the sign of b, also where b*floor(a/b)
+// alone would not fit int64.
+TEST(SymbolicEvaluateTest, ModIsExactAtInt64Limits) {
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Eval("Mod(s0, 2)", {{"s0", min}}).value(), 0);
+  EXPECT_EQ(Eval("s0 % 3", {{"s0", min + 1}}).value(), 2);   // as Python
+  EXPECT_EQ(Eval("s0 % -3", {{"s0", max}}).value(), -2);
+  EXPECT_EQ(Eval("Mod(s0, s1)", {{"s0", min}, {"s1", max}}).value(),
+            max - 1);
+  EXPECT_EQ(Eval("Mod(s0, s1)", {{"s0", max}, {"s1", min}}).value(), -1);
+  EXPECT_EQ(Eval("2*Mod(s0/2, 3)", {{"s0", 7}}).value(), 1);  // 7/2 mod 3
+  EXPECT_EQ(Eval("Mod(-7, 3) + Mod(7, -3)").value(), 0);      // 2 + -2
+}
+
 // A DAG whose printed form doubles at every level still evaluates in time
 // linear in its size; the printed length bound saturates.
 TEST(SymbolicEvaluateTest, SharedSubexpressionsEvaluateOnce) {
