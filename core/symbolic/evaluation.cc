@@ -79,6 +79,17 @@ bool MulRational(Rational a, Rational b, Rational* out) {
 bool DivRational(Rational a, Rational b, Rational* out) {
   return MakeRational(Int128{a.num} * b.den, Int128{a.den} * b.num, out);
 }
+// a - b * floor(a / b), sympy's Mod (Python's %); b must not be 0. Exact
+// in 128 bits: over the common denominator a.den * b.den it is the
+// remainder of two numerators below 2^126, so only a result that does not
+// fit int64 fails (never for integers: |result| < |b|).
+bool ModRational(Rational a, Rational b, Rational* out) {
+  const Int128 x = Int128{a.num} * b.den;
+  const Int128 y = Int128{b.num} * a.den;
+  Int128 remainder = x % y;
+  if (remainder != 0 && ((remainder < 0) != (y < 0))) remainder += y;
+  return MakeRational(remainder, Int128{a.den} * b.den, out);
+}
 int CompareRational(Rational a, Rational b) {
   const Int128 left = Int128{a.num} * b.den;
   const Int128 right = Int128{b.num} * a.den;
@@ -161,20 +172,14 @@ absl::StatusOr<int64_t> ExprArena::Evaluate(ExprId root,
           return absl::InvalidArgumentError(
               absl::StrCat("division by zero evaluating ", Snippet(id)));
         }
+        if (node.kind == ExprKind::kMod) {
+          if (!ModRational(args[0], args[1], &result)) return overflow(id);
+          break;
+        }
         Rational quotient;
         if (!DivRational(args[0], args[1], &quotient)) return overflow(id);
-        if (node.kind == ExprKind::kDiv) {
-          result = quotient;
-        } else if (node.kind == ExprKind::kFloorDiv) {
-          result = FloorRational(quotient);
-        } else {
-          Rational product;
-          if (!MulRational(args[1], FloorRational(quotient), &product) ||
-              !AddRational(args[0], Rational{-product.num, product.den},
-                           &result)) {
-            return overflow(id);
-          }
-        }
+        result = node.kind == ExprKind::kDiv ? quotient
+                                             : FloorRational(quotient);
         break;
       }
       case ExprKind::kPow: {

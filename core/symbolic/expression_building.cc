@@ -341,7 +341,10 @@ ExprId ExprArena::Div(ExprId a, ExprId b) {
   const bool a_int = IsInteger(a, &x);
   if (IsInteger(b, &y) && y != 0) {
     if (y == 1) return a;
-    if (a_int && x % y == 0 && !(y == -1 && x == std::numeric_limits<int64_t>::min())) {
+    // INT64_MIN / -1 overflows, and so does INT64_MIN % -1 (SIGFPE on
+    // x86): test that before the remainder.
+    if (a_int && !(y == -1 && x == std::numeric_limits<int64_t>::min()) &&
+        x % y == 0) {
       return Integer(x / y);
     }
     if (a_int && x == 0) return Integer(0);

@@ -154,6 +154,16 @@ absl::Status ParseError(int32_t position, absl::string_view message) {
       absl::StrCat("at position ", position, ": ", message));
 }
 
+// The error for a divisor that is the constant 0 once built (simplified),
+// at the divisor's first character. `divisor_of` names the operation:
+// "'//'", "Mod", ...
+absl::Status DivisionByZero(int32_t divisor_position,
+                            absl::string_view divisor_of) {
+  return ParseError(divisor_position,
+                    absl::StrCat("division by zero: the divisor of ",
+                                 divisor_of, " is 0"));
+}
+
 // An operator or an open parenthesis / call waiting on the parser's stack.
 enum class Pending : uint8_t {
   kAdd,
@@ -234,21 +244,48 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
                      " accepted"));
   }
   std::vector<ExprId> values;
+  // Parallel to `values`: the position of each one's first character (of
+  // its '(' when parenthesized, of its '-' when negated), where an error
+  // about it points.
+  std::vector<int32_t> starts;
   std::vector<PendingEntry> pending;
   int nesting = 0;
   bool expect_operand = true;
 
+  auto is_zero = [&](ExprId id) {
+    int64_t value = 0;
+    return IsInteger(id, &value) && value == 0;
+  };
   // Pops the operator on top of `pending` and applies it to `values`.
-  auto apply = [&]() {
+  // Returns INVALID_ARGUMENT for a division by the constant 0.
+  auto apply = [&]() -> absl::Status {
     const PendingEntry entry = pending.back();
     pending.pop_back();
     if (entry.op == Pending::kNeg) {
       values.back() = Neg(values.back());
-      return;
+      starts.back() = entry.position;
+      return absl::OkStatus();
     }
     const ExprId b = values.back();
+    const int32_t b_start = starts.back();
     values.pop_back();
+    starts.pop_back();
     const ExprId a = values.back();
+    if (is_zero(b)) {
+      if (entry.op == Pending::kDiv) return DivisionByZero(b_start, "'/'");
+      if (entry.op == Pending::kFloorDiv) {
+        return DivisionByZero(b_start, "'//'");
+      }
+      if (entry.op == Pending::kMod) return DivisionByZero(b_start, "'%'");
+    }
+    int64_t exponent = 0;
+    if (entry.op == Pending::kPow && is_zero(a) &&
+        IsInteger(b, &exponent) && exponent < 0) {
+      return ParseError(starts.back(),
+                        absl::StrCat("division by zero: '**' raises 0 to "
+                                     "the negative power ",
+                                     exponent));
+    }
     ExprId& out = values.back();
     switch (entry.op) {
       case Pending::kAdd:
@@ -275,6 +312,7 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
       default:
         break;  // kNeg handled above; kParen and kCall never applied
     }
+    return absl::OkStatus();
   };
   // Applies pending operators that bind at least as tightly as one of
   // precedence `precedence` (more tightly, for a right-associative one).
@@ -283,12 +321,10 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
       const Pending top = pending.back().op;
       if (top == Pending::kParen || top == Pending::kCall) break;
       const int p = Precedence(top);
-      if (p > precedence || (p == precedence && !right_associative)) {
-        apply();
-      } else {
-        break;
-      }
+      if (p < precedence || (p == precedence && right_associative)) break;
+      if (absl::Status status = apply(); !status.ok()) return status;
     }
+    return absl::OkStatus();
   };
   auto open = [&](PendingEntry entry) -> absl::Status {
     if (++nesting > kMaxExpressionNesting) {
@@ -324,6 +360,7 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
             }
           }
           values.push_back(Integer(value));
+          starts.push_back(token.begin);
           expect_operand = false;
           continue;
         }
@@ -359,6 +396,7 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
                              "symbol"));
           }
           values.push_back(Symbol(name));
+          starts.push_back(token.begin);
           expect_operand = false;
           continue;
         }
@@ -384,13 +422,16 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
     // Expecting an operator, a ')' or ',' or the end.
     Pending op;
     if (BinaryOp(token.type, &op)) {
-      reduce(Precedence(op), op == Pending::kPow);
+      if (absl::Status status = reduce(Precedence(op), op == Pending::kPow);
+          !status.ok()) {
+        return status;
+      }
       pending.push_back({op, nullptr, token.begin, 0});
       expect_operand = true;
       continue;
     }
     if (token.type == TokenType::kRParen || token.type == TokenType::kComma) {
-      reduce(0, false);
+      if (absl::Status status = reduce(0, false); !status.ok()) return status;
       if (pending.empty()) {
         return ParseError(token.begin,
                           token.type == TokenType::kRParen
@@ -409,6 +450,7 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
       }
       --nesting;
       if (open_entry.op == Pending::kParen) {
+        starts.back() = open_entry.position;
         pending.pop_back();
         continue;
       }
@@ -430,7 +472,15 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
       }
       const absl::InlinedVector<ExprId, 4> call_args(values.end() - args,
                                                      values.end());
+      const absl::InlinedVector<int32_t, 4> arg_starts(starts.end() - args,
+                                                       starts.end());
       values.resize(values.size() - args);
+      starts.resize(starts.size() - args);
+      if ((function.function == Function::kFloorDiv ||
+           function.function == Function::kMod) &&
+          is_zero(call_args[1])) {
+        return DivisionByZero(arg_starts[1], function.name);
+      }
       ExprId result = 0;
       switch (function.function) {
         case Function::kMax:
@@ -456,6 +506,7 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
           break;
       }
       values.push_back(result);
+      starts.push_back(call_position);
       continue;
     }
     if (token.type == TokenType::kEnd) break;
@@ -464,7 +515,7 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
                                    "end, got ",
                                    Describe(text, token)));
   }
-  reduce(0, false);
+  if (absl::Status status = reduce(0, false); !status.ok()) return status;
   if (!pending.empty()) {
     return ParseError(pending.back().position,
                       pending.back().op == Pending::kCall

@@ -28,6 +28,12 @@
 // and Mod sympy's Mod (a - b*floor(a/b)), and align(x) Inductor's: x rounded
 // up to a multiple of 64 (ALIGN_BYTES). Whitespace is ignored.
 //
+// Division by zero is refused when parsing: a divisor of `/`, `//`, `%`,
+// FloorDiv or Mod that is the constant 0 once built (so also `s0 - s0`,
+// `0*s1`, `(3 - 3)`), or 0 raised to a negative integer power (sympy's zoo
+// or nan, never a size). A divisor that is 0 only at some symbol values
+// parses; evaluating it there is an error.
+//
 // Nothing recurses: the parser, the printer and the evaluator use explicit
 // stacks, so deep expressions cost memory in proportion to their size, and
 // parsing is capped at kMaxExpressionChars characters and
@@ -85,7 +91,9 @@ class ExprArena {
  public:
   // Builders. Each returns the id of the (simplified) expression; operands
   // must be ids of this arena. Integer overflow while folding constants is
-  // never an error here: the constants then stay unfolded.
+  // never an error here: the constants then stay unfolded. So does a
+  // division (Div, FloorDiv, Mod) by the constant 0 and Pow of 0 to a
+  // negative constant: Evaluate refuses them, Parse never builds them.
   ExprId Integer(int64_t value);
   ExprId Symbol(absl::string_view name);  // name as the grammar's SYMBOL
   ExprId Add(absl::Span<const ExprId> terms);  // 0 terms: 0
@@ -114,7 +122,14 @@ class ExprArena {
   //   a sign, got '*'
   // also for an unknown function, a wrong argument count, an integer above
   // 2^63 - 1, unbalanced parentheses, empty text, text longer than
-  // kMaxExpressionChars or nesting deeper than kMaxExpressionNesting.
+  // kMaxExpressionChars or nesting deeper than kMaxExpressionNesting; and
+  // for a division by zero (above), at the first character of the divisor
+  // (of its '(' when parenthesized, its '-' when negated) or of the base
+  // of the power:
+  //   at position 16: division by zero: the divisor of '//' is 0
+  //     (for "Max(s0, 256) // 0"; "the divisor of Mod is 0" for Mod)
+  //   at position 0: division by zero: '**' raises 0 to the negative
+  //   power -1
   absl::StatusOr<ExprId> Parse(absl::string_view text);
 
   // Returns `id` in sympy's syntax, parseable by Parse and by sympy:
@@ -137,9 +152,11 @@ class ExprArena {
 
   // Returns the value of `id` with `values` for its symbols. Returns
   // INVALID_ARGUMENT for a symbol without a value, a division (or floor
-  // division, Mod, negative power) by zero, a non-integer power or a
+  // division, Mod, negative power) by a divisor that is 0 at `values`
+  // (sympy gives zoo or nan there, no integer), a non-integer power or a
   // non-integer result; OUT_OF_RANGE when an intermediate rational leaves
-  // int64. Exact: intermediate values are rationals of int64s.
+  // int64. Exact: intermediate values are rationals of int64s. Never
+  // divides by zero itself.
   absl::StatusOr<int64_t> Evaluate(ExprId id, const SymbolValues& values) const;
 
   // Returns true and sets *value when `id` is an integer constant.

@@ -7,9 +7,11 @@
 // its first 16 buffers, and those 16 as Inductor's events; from every
 // MiniMalloc CSV (MEMPLAN_BENCHMARKS_DIR/minimalloc): the whole instance
 // and its first 16 buffers, in combined mode with alignment 1 and the
-// instance's capacity (its file name's number); and one request of nodes.
-// The small ones let the fuzzer mutate quickly, the whole ones reach deep
-// into the planners. Exits 1 when an input cannot be read or converted.
+// instance's capacity (its file name's number); one request of nodes; and
+// small requests whose symbolic sizes divide by zero or sit at int64's
+// limits, as buffers, events and a node write. The small ones let the
+// fuzzer mutate quickly, the whole ones reach deep into the planners.
+// Exits 1 when an input cannot be read or converted.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -155,6 +157,40 @@ v1::PlanMemoryRequest NodesRequest() {
   return request;
 }
 
+// Symbolic sizes for buffer b of SmallRequest() (size hint 200): divisors
+// that simplify to the constant 0 in every division-like form (refused,
+// issue 19), a divisor that is 0 only at some shapes (accepted), and
+// constants folding at int64's limits (INT64_MIN / -1 once trapped).
+void WriteSymbolicSeeds(SeedWriter& seeds) {
+  const struct {
+    const char* name;
+    const char* symbolic_size;
+  } kSizes[] = {
+      {"floordiv_by_zero", "Max(s0, 256) // 0"},
+      {"mod_by_zero", "Mod(s0, 0)"},
+      {"div_by_zero_in_ceiling", "ceiling(s1/0)"},
+      {"percent_by_difference", "200*s0 % (s1 - s1)"},
+      {"floordiv_call_by_product", "FloorDiv(s0, 0*s1)"},
+      {"div_by_constants", "200*s0/(3 - 3)"},
+      {"zero_to_negative_power", "200 + 0**-1"},
+      {"nested_by_zero", "Max(200, Min(s0, FloorDiv(s1, Max(0, 0*s2))))"},
+      {"divisor_zero_at_some_shapes", "Max(200, 200*s0 // s1 + Mod(s0, s1))"},
+      {"int64_min_over_minus_one",
+       "200 + 0*((-9223372036854775807 - 1)/-1)"},
+  };
+  for (const auto& size : kSizes) {
+    v1::PlanMemoryRequest request = SmallRequest();
+    request.mutable_buffers(1)->set_symbolic_size(size.symbolic_size);
+    seeds.Write(std::string("symbolic_") + size.name, request);
+    seeds.Write(std::string("symbolic_events_") + size.name,
+                EventsRequestFor(request));
+  }
+  v1::PlanMemoryRequest nodes = NodesRequest();
+  nodes.mutable_nodes(0)->mutable_writes(0)->set_symbolic_size(
+      "256*s0 // (s1 - s1)");
+  seeds.Write("symbolic_nodes_floordiv_by_zero", nodes);
+}
+
 }  // namespace
 }  // namespace memplan
 
@@ -169,6 +205,7 @@ int main(int argc, char** argv) {
   memplan::WriteCorpusSeeds(seeds);
   memplan::WriteMiniMallocSeeds(seeds);
   seeds.Write("nodes", memplan::NodesRequest());
+  memplan::WriteSymbolicSeeds(seeds);
   std::fprintf(stderr, "memplan-fuzz-seeds: %d seeds in %s\n", seeds.written(),
                argv[1]);
   return seeds.ok() ? 0 : 1;

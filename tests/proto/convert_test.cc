@@ -242,6 +242,53 @@ TEST(RequestToProblemTest, SymbolicSizeErrorNamesTheNodeWrite) {
                           "position 3: '(' is not closed with ')'"});
 }
 
+// Division or modulo by what simplifies to the constant 0 has no value at
+// any shape: a parse error at the divisor, for buffers, events and node
+// writes alike (issue 19).
+TEST(RequestToProblemTest, SymbolicSizeDividedByZeroNamesItAndThePosition) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_buffers(1)->set_symbolic_size("Max(s0, 256) // 0");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: at position "
+                          "16: division by zero: the divisor of '//' is 0"});
+  request.mutable_buffers(1)->set_symbolic_size("Mod(s0, 0)");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: at position "
+                          "8: division by zero: the divisor of Mod is 0"});
+  request.mutable_buffers(1)->set_symbolic_size("ceiling(s1/0)");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: at position "
+                          "11: division by zero: the divisor of '/' is 0"});
+  request.mutable_buffers(1)->set_symbolic_size("200*s0 % (s1 - s1)");
+  ExpectInvalid(request, {"buffers[1] (\"b\"): symbolic_size: at position "
+                          "9: division by zero: the divisor of '%' is 0"});
+  // A divisor that is 0 only at some shapes is not bad input.
+  request.mutable_buffers(1)->set_symbolic_size("200*s0 // s1");
+  EXPECT_TRUE(RequestToProblem(request).ok());
+
+  v1::PlanMemoryRequest events = EventsRequestFor(SmallRequest());
+  int allocate_c = -1;
+  for (int i = 0; i < events.events_size(); ++i) {
+    if (events.events(i).kind() == v1::EVENT_KIND_ALLOCATE &&
+        events.events(i).name() == "c") {
+      allocate_c = i;
+    }
+  }
+  ASSERT_GE(allocate_c, 0);
+  events.mutable_events(allocate_c)->set_symbolic_size("FloorDiv(s0, 0*s1)");
+  const std::string label = absl::StrCat("events[", allocate_c, "] (\"c\")");
+  ExpectInvalid(events, {label.c_str(),
+                         ": symbolic_size: at position 13: division by zero: "
+                         "the divisor of FloorDiv is 0"});
+
+  v1::PlanMemoryRequest nodes;
+  v1::NodeWrite* write = nodes.add_nodes()->add_writes();
+  write->set_name("buf0");
+  write->set_size_bytes(64);
+  write->set_symbolic_size("64*s0/(3 - 3)");
+  nodes.add_nodes()->add_reads("buf0");
+  ExpectInvalid(nodes, {"nodes[0].writes[0] (\"buf0\"): symbolic_size: at "
+                        "position 6: division by zero: the divisor of '/' is "
+                        "0"});
+}
+
 TEST(RequestToProblemTest, UnknownStrategyNumber) {
   v1::PlanMemoryRequest request = SmallRequest();
   request.mutable_options()->set_strategy(static_cast<v1::Strategy>(42));

@@ -410,6 +410,41 @@ TEST_P(ServiceTest, SymbolicSizesGetSymbolicPoolSizesAndOffsets) {
   }
 }
 
+// A symbolic size divided by what simplifies to the constant 0 (issue 19)
+// is INVALID_ARGUMENT, its BadRequest naming the field, not echoed into
+// the pools' symbolic_size.
+TEST_P(ServiceTest, SymbolicSizeDividedByZeroIsInvalidArgument) {
+  const struct {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"Max(s0, 256) // 0",
+       "at position 16: division by zero: the divisor of '//' is 0"},
+      {"Mod(s0, 0)",
+       "at position 8: division by zero: the divisor of Mod is 0"},
+      {"ceiling(s1/0)",
+       "at position 11: division by zero: the divisor of '/' is 0"},
+      {"Max(200, 100*s0 // (s1 - s1))",
+       "at position 19: division by zero: the divisor of '//' is 0"},
+  };
+  for (const auto& bad : cases) {
+    SCOPED_TRACE(bad.text);
+    v1::PlanMemoryRequest request = Small();
+    request.mutable_buffers(1)->set_symbolic_size(bad.text);
+    const absl::StatusOr<v1::PlanMemoryResponse> response =
+        client_->PlanMemory(request);
+    ASSERT_FALSE(response.ok());
+    EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+    const std::string description =
+        absl::StrCat("symbolic_size: ", bad.message);
+    EXPECT_EQ(response.status().message(),
+              absl::StrCat("buffers[1] (\"b\"): ", description));
+    EXPECT_THAT(FieldViolationsOf(response.status()),
+                ::testing::ElementsAre(
+                    FieldViolation{"buffers[1].symbolic_size", description}));
+  }
+}
+
 TEST_P(ServiceTest, SameRequestSamePlan) {
   v1::PlanMemoryResponse first = ExpectPlans(Large(500));
   v1::PlanMemoryResponse second = ExpectPlans(Large(500));
@@ -491,6 +526,12 @@ std::vector<BadRequestCase> BadRequestCases() {
          r.mutable_buffers(1)->set_symbolic_size("2*s0 +* 3");
        },
        {"buffers[1] (\"b\")", "symbolic_size", "at position 6"}},
+      {"SymbolicSizeDividedByZero",
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_buffers(1)->set_symbolic_size("Max(s0, 256) // 0");
+       },
+       {"buffers[1] (\"b\")", "symbolic_size", "at position 16",
+        "division by zero"}},
       {"NegativeFixedOffset",
        [](v1::PlanMemoryRequest& r) {
          r.mutable_buffers(1)->set_fixed_offset(-64);

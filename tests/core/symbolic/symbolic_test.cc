@@ -177,6 +177,77 @@ TEST(SymbolicParseTest, ErrorsGivePositionAndWhatWasExpected) {
             "'(' or a sign, got the end of the expression");
 }
 
+// A divisor that is the constant 0 once built has no value at any symbol
+// value (sympy: zoo or nan): an error at the divisor's first character.
+TEST(SymbolicParseTest, DivisionByTheConstantZeroIsAnError) {
+  // The forms of issue 19.
+  EXPECT_EQ(ParseError("Max(s0, 256) // 0"),
+            "at position 16: division by zero: the divisor of '//' is 0");
+  EXPECT_EQ(ParseError("Mod(s0, 0)"),
+            "at position 8: division by zero: the divisor of Mod is 0");
+  EXPECT_EQ(ParseError("ceiling(s1/0)"),
+            "at position 11: division by zero: the divisor of '/' is 0");
+  // Every division-like operator and function.
+  EXPECT_EQ(ParseError("s0/0"),
+            "at position 3: division by zero: the divisor of '/' is 0");
+  EXPECT_EQ(ParseError("s0 % 0"),
+            "at position 5: division by zero: the divisor of '%' is 0");
+  EXPECT_EQ(ParseError("FloorDiv(s0, 0)"),
+            "at position 13: division by zero: the divisor of FloorDiv is 0");
+  EXPECT_EQ(ParseError("0**-1"),
+            "at position 0: division by zero: '**' raises 0 to the negative "
+            "power -1");
+  EXPECT_EQ(ParseError("2*(s0 - s0)**(1 - 3)"),
+            "at position 2: division by zero: '**' raises 0 to the negative "
+            "power -2");
+  // Divisors that the builders simplify to 0: the position is the
+  // divisor's '(' or '-', or its first character.
+  EXPECT_EQ(ParseError("s0 // (s1 - s1)"),
+            "at position 6: division by zero: the divisor of '//' is 0");
+  EXPECT_EQ(ParseError("s0 % (3-3)"),
+            "at position 5: division by zero: the divisor of '%' is 0");
+  EXPECT_EQ(ParseError("s0/0*s1"),  // (s0/0)*s1: the divisor is 0
+            "at position 3: division by zero: the divisor of '/' is 0");
+  EXPECT_EQ(ParseError("s0/(0*s1)"),
+            "at position 3: division by zero: the divisor of '/' is 0");
+  EXPECT_EQ(ParseError("s0 // -0"),
+            "at position 6: division by zero: the divisor of '//' is 0");
+  EXPECT_EQ(ParseError("Mod(s0, s1 - s1)"),
+            "at position 8: division by zero: the divisor of Mod is 0");
+  EXPECT_EQ(ParseError("FloorDiv(s0, Max(0, 0*s1))"),
+            "at position 13: division by zero: the divisor of FloorDiv is 0");
+  EXPECT_EQ(ParseError("s0 // Mod(s1, 1)"),  // Mod(integer, 1) is 0
+            "at position 6: division by zero: the divisor of '//' is 0");
+  EXPECT_EQ(ParseError("s0 // (s1**0 - 1)"),
+            "at position 6: division by zero: the divisor of '//' is 0");
+  EXPECT_EQ(ParseError("s0 // Min(s1 - s1, 5)"),
+            "at position 6: division by zero: the divisor of '//' is 0");
+  // Nested: the innermost division is refused, even where what it is
+  // part of would simplify away (a factor 0, a power 0).
+  EXPECT_EQ(ParseError("Max(1, Min(s0, FloorDiv(s1, Max(0, 0*s2))))"),
+            "at position 28: division by zero: the divisor of FloorDiv is 0");
+  EXPECT_EQ(ParseError("align(Max(2048*s0, ceiling(s1/(s2 - s2))))"),
+            "at position 30: division by zero: the divisor of '/' is 0");
+  EXPECT_EQ(ParseError("0*(s0//0)"),
+            "at position 7: division by zero: the divisor of '//' is 0");
+  EXPECT_EQ(ParseError("(s0 % (s1*0))**0 + 1"),
+            "at position 6: division by zero: the divisor of '%' is 0");
+  EXPECT_EQ(ParseError("Mod(s0, Mod(s1, 0))"),
+            "at position 16: division by zero: the divisor of Mod is 0");
+  EXPECT_EQ(ParseError("s0 // (s1 // 0)"),
+            "at position 13: division by zero: the divisor of '//' is 0");
+  // Where the divisor is 0 only at some symbol values, or 0 is divided,
+  // the text parses (evaluation refuses those values: see
+  // SymbolicEvaluateTest.DivisorZeroAtTheValuesIsAnError).
+  for (const char* text :
+       {"s0 // s1", "s0/(s1 - 1)", "Mod(s0, s1 - s2)", "0 // s0", "0 % s0",
+        "0/s0", "0**s0", "0**0", "0**2", "s0**-1", "FloorDiv(0, 3)",
+        "Mod(s0, 1)"}) {
+    EXPECT_EQ(ParseError(text), "") << text;
+  }
+  EXPECT_EQ(Reprint("0**0 + 0**2"), "1");  // sympy: 0**0 is 1
+}
+
 TEST(SymbolicParseTest, NestingBeyondTheCapIsAnErrorNotACrash) {
   const int cap = kMaxExpressionNesting;
   const std::string at_cap =
@@ -318,9 +389,9 @@ TEST(SymbolicEvaluateTest, Errors) {
   EXPECT_EQ(Eval("s0/2", {{"s0", 3}}).status().code(),
             absl::StatusCode::kInvalidArgument);  // 3/2 is not an integer
   EXPECT_EQ(Eval("(s0/2)*2", {{"s0", 3}}).value(), 3);  // exact rationals
-  EXPECT_EQ(Eval("s0//(s1 - s1)", {{"s0", 3}, {"s1", 1}}).status().code(),
+  EXPECT_EQ(Eval("s0//(s1 - 1)", {{"s0", 3}, {"s1", 1}}).status().code(),
             absl::StatusCode::kInvalidArgument);  // division by zero
-  EXPECT_EQ(Eval("Mod(s0, 0)", {{"s0", 3}}).status().code(),
+  EXPECT_EQ(Eval("Mod(s0, s1)", {{"s0", 3}, {"s1", 0}}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Eval("s0*s0", {{"s0", int64_t{1} << 32}}).status().code(),
             absl::StatusCode::kOutOfRange);
@@ -335,6 +406,74 @@ TEST(SymbolicEvaluateTest, Errors) {
   EXPECT_EQ(Eval("(-2)**63").value(), std::numeric_limits<int64_t>::min());
   EXPECT_EQ(Eval("s0**(1/2)", {{"s0", 4}}).status().code(),
             absl::StatusCode::kInvalidArgument);  // not an integer power
+}
+
+// Evaluation never divides by zero: a divisor that is 0 at the given
+// values is INVALID_ARGUMENT (sympy gives zoo or nan: no integer).
+TEST(SymbolicEvaluateTest, DivisorZeroAtTheValuesIsAnError) {
+  const SymbolValues v = {{"s0", 12}, {"s1", 0}, {"s2", 4}};
+  for (const char* text :
+       {"s0/s1", "s0//s1", "s0 % s1", "FloorDiv(s0, s1)", "Mod(s0, s1)",
+        "ceiling(s0/s1)", "floor(s0/s1)", "align(s0//s1)", "s1**-1",
+        "s1**(s1 - 1)", "s0//(s2 - 4)", "Mod(s0, s2 - 4*s2/s2)",
+        "Max(1, s0 // Min(s1, 7))"}) {
+    const absl::StatusOr<int64_t> value = Eval(text, v);
+    EXPECT_EQ(value.status().code(), absl::StatusCode::kInvalidArgument)
+        << text;
+    EXPECT_THAT(std::string(value.status().message()),
+                HasSubstr("division by zero evaluating "))
+        << text;
+  }
+  EXPECT_EQ(Eval("s0//s2 + Mod(s0, s2) + ceiling(s0/s2)", v).value(), 6);
+  EXPECT_EQ(Eval("s1**s1", v).value(), 1);  // sympy: 0**0 is 1
+  // A product with the factor 0 is 0 when built, as in sympy, so the
+  // division inside it is gone before any value is given.
+  EXPECT_EQ(Eval("0*(s0//s1) + 1", v).value(), 1);
+  // Built rather than parsed, a division by the constant 0 is kept as it
+  // is, and has no value.
+  ExprArena arena;
+  const ExprId s0 = arena.Symbol("s0");
+  const ExprId zero = arena.Integer(0);
+  for (const ExprId built :
+       {arena.Div(s0, zero), arena.FloorDiv(s0, zero), arena.Mod(s0, zero),
+        arena.Ceiling(arena.Div(arena.Integer(3), zero)),
+        arena.Pow(zero, arena.Integer(-1))}) {
+    EXPECT_EQ(arena.Evaluate(built, {{"s0", 5}}).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << arena.Print(built);
+  }
+}
+
+// Folding INT64_MIN / -1 would overflow (and INT64_MIN % -1 traps on
+// x86): the builder leaves it unfolded, and evaluation says it is out of
+// range.
+TEST(SymbolicEvaluateTest, Int64MinOverMinusOneIsOutOfRangeNotACrash) {
+  const std::string min = "(-9223372036854775807 - 1)";
+  EXPECT_EQ(Reprint(min + "/-1"), "(-9223372036854775808)/(-1)");
+  for (const std::string& text :
+       {min + "/-1", min + "/(-1)", min + "//-1", "FloorDiv(" + min + ", -1)",
+        "ceiling(" + min + "/-1)", "floor(" + min + "/-1)"}) {
+    EXPECT_EQ(Eval(text).status().code(), absl::StatusCode::kOutOfRange)
+        << text;
+  }
+  EXPECT_EQ(Eval(min + "/1").value(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(Eval(min + " % -1").value(), 0);
+  EXPECT_EQ(Eval("Mod(" + min + ", -1)").value(), 0);
+}
+
+// Mod is a - b*floor(a/b) with the sign of b, also where b*floor(a/b)
+// alone would not fit int64.
+TEST(SymbolicEvaluateTest, ModIsExactAtInt64Limits) {
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Eval("Mod(s0, 2)", {{"s0", min}}).value(), 0);
+  EXPECT_EQ(Eval("s0 % 3", {{"s0", min + 1}}).value(), 2);   // as Python
+  EXPECT_EQ(Eval("s0 % -3", {{"s0", max}}).value(), -2);
+  EXPECT_EQ(Eval("Mod(s0, s1)", {{"s0", min}, {"s1", max}}).value(),
+            max - 1);
+  EXPECT_EQ(Eval("Mod(s0, s1)", {{"s0", max}, {"s1", min}}).value(), -1);
+  EXPECT_EQ(Eval("2*Mod(s0/2, 3)", {{"s0", 7}}).value(), 1);  // 7/2 mod 3
+  EXPECT_EQ(Eval("Mod(-7, 3) + Mod(7, -3)").value(), 0);      // 2 + -2
 }
 
 // A DAG whose printed form doubles at every level still evaluates in time
