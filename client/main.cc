@@ -153,7 +153,7 @@ constexpr char kUsage[] =
     "the command-line client of memplan-server.\n"
     "\n"
     "  memplan plan [--server=HOST:PORT] "
-    "[--strategy=inductor|best_fit|optimal|auto|reuse|nnc]\n"
+    "[--strategy=inductor|best_fit|optimal|auto|reuse|nnc|partition]\n"
     "               [--pool_mode=NAME] [--alignment=BYTES] "
     "[--capacity=BYTES]\n"
     "               [--time_budget=DURATION] [--output=json|table] "

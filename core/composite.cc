@@ -91,14 +91,28 @@ absl::StatusOr<Plan> BestOfPlanner::PlanProblem(
 }
 
 FallbackPlanner::FallbackPlanner(std::shared_ptr<const Planner> primary,
-                                 std::shared_ptr<const Planner> fallback)
-    : primary_(std::move(primary)), fallback_(std::move(fallback)) {}
+                                 std::shared_ptr<const Planner> fallback,
+                                 std::string name)
+    : primary_(std::move(primary)),
+      fallback_(std::move(fallback)),
+      name_(std::move(name)) {}
 
 PlannerCapabilities FallbackPlanner::capabilities() const {
-  PlannerCapabilities capabilities = primary_->capabilities();
-  capabilities.plans_pool_mode_none |=
-      fallback_->capabilities().plans_pool_mode_none;
-  return capabilities;
+  const PlannerCapabilities a = primary_->capabilities();
+  const PlannerCapabilities b = fallback_->capabilities();
+  PlannerCapabilities both;
+  both.plans_pool_mode_none = a.plans_pool_mode_none || b.plans_pool_mode_none;
+  both.honours_fixed_offsets =
+      a.honours_fixed_offsets || b.honours_fixed_offsets;
+  both.honours_buffer_alignment =
+      a.honours_buffer_alignment || b.honours_buffer_alignment;
+  both.honours_capacity = a.honours_capacity || b.honours_capacity;
+  both.searches_until_budget =
+      a.searches_until_budget || b.searches_until_budget;
+  both.follows_wrapper_lines =
+      a.follows_wrapper_lines || b.follows_wrapper_lines;
+  both.minimizes_peak = a.minimizes_peak || b.minimizes_peak;
+  return both;
 }
 
 absl::Status FallbackPlanner::CanPlan(const Problem& problem) const {

@@ -2,15 +2,19 @@
 // algorithms (ChooseBestHeapAlgorithm runs several and keeps the best;
 // a constrained algorithm falls back on another where it cannot plan).
 //
-//   auto     = Fallback(BestOf(inductor [half the search time],
-//                              best_fit [anytime],
-//                              search [while above the bound]),
-//                       inductor)
+//   auto     = Fallback(partition [the whole graph described],
+//                       Fallback(BestOf(inductor [half the search time],
+//                                       best_fit [anytime],
+//                                       search [while above the bound]),
+//                                inductor))
 //   optimal  = Fallback(search, inductor)
 //   best_fit = Fallback(best_fit, inductor)
 //
-// The fallback is the pool-mode-none rule: only Inductor's algorithm (and
-// the reference strategies) express pools fixed by their first buffer.
+// The inner fallback is the pool-mode-none rule: only Inductor's algorithm
+// (and the reference strategies) express pools fixed by their first
+// buffer. The outer one is the whole-graph rule: where the request
+// describes the memory outside the plan, auto minimizes the whole graph's
+// peak (core/partition/partition_planner.h) rather than the pool bytes.
 #ifndef MEMPLAN_CORE_COMPOSITE_H_
 #define MEMPLAN_CORE_COMPOSITE_H_
 
@@ -67,16 +71,20 @@ class BestOfPlanner : public Planner {
 };
 
 // Plans with `primary` where it can (Planner::CanPlan), else with
-// `fallback`, under the primary's name and capabilities (the fallback's
-// pool mode too). Plan::planner names the planner that made the plan.
-// Returns the fallback's INVALID_ARGUMENT (core/planner.h CanPlan) when
-// neither can plan the problem, and the planner's own errors.
+// `fallback`, under `name` (the primary's when empty); it can do what
+// either can (the union of their capabilities). Plan::planner names the
+// planner that made the plan. Returns the fallback's INVALID_ARGUMENT
+// (core/planner.h CanPlan) when neither can plan the problem, and the
+// planner's own errors.
 class FallbackPlanner : public Planner {
  public:
   FallbackPlanner(std::shared_ptr<const Planner> primary,
-                  std::shared_ptr<const Planner> fallback);
+                  std::shared_ptr<const Planner> fallback,
+                  std::string name = "");
 
-  absl::string_view name() const override { return primary_->name(); }
+  absl::string_view name() const override {
+    return name_.empty() ? primary_->name() : absl::string_view(name_);
+  }
   PlannerCapabilities capabilities() const override;
   // OK when the primary or the fallback can plan `problem`; else the
   // fallback's error.
@@ -87,6 +95,7 @@ class FallbackPlanner : public Planner {
  private:
   std::shared_ptr<const Planner> primary_;
   std::shared_ptr<const Planner> fallback_;
+  std::string name_;
 };
 
 }  // namespace memplan

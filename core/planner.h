@@ -88,6 +88,11 @@ struct PlannerCapabilities {
   // its plans depend on buffer names, dtypes, symbolic sizes and every
   // line, not only on sizes and live ranges (strategies "reuse", "nnc").
   bool follows_wrapper_lines = false;
+  // Minimizes the whole graph's predicted peak (core/graph_memory.h), not
+  // the pool bytes, where the problem describes the whole graph (strategy
+  // "partition", and "auto" through it): its predicted peak is never above
+  // the peak of one pool per buffer.
+  bool minimizes_peak = false;
 };
 
 // A planning algorithm. Implementations are stateless and thread-safe: one

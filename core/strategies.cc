@@ -6,12 +6,14 @@
 #include "core/inductor/pool_planner.h"
 #include "core/inductor/reuse_planner.h"
 #include "core/nnc/nnc_planner.h"
+#include "core/partition/partition_planner.h"
 #include "core/placement/placement_planners.h"
 
 namespace memplan {
 namespace {
 
-// "auto": the smallest of Inductor's plan (within half the search time,
+// "auto" where the request does not describe the whole graph (or the pool
+// mode is not intermediates): the smallest of Inductor's plan (within half the search time,
 // where it can honour the problem), best fit's (anytime), and the exact
 // search's from best fit's placements (while they are above the mode's
 // lower bound); ties go to Inductor's, then best fit's. So never larger
@@ -38,15 +40,24 @@ const std::vector<const Planner*>& AllPlanners() {
   static const auto* const kPlanners = [] {
     // Owned for the program's life.
     auto inductor = std::make_shared<InductorPlanner>();
+    // auto's grouping for the other pool modes, and without the whole
+    // graph: the smallest pools.
+    auto smallest = std::make_shared<FallbackPlanner>(MakeAuto(inductor),
+                                                      inductor, "auto");
     auto* strategies = new std::vector<std::shared_ptr<const Planner>>{
         inductor,
         std::make_shared<FallbackPlanner>(std::make_shared<BestFitPlanner>(),
                                           inductor),
         std::make_shared<FallbackPlanner>(std::make_shared<SearchPlanner>(),
                                           inductor),
-        std::make_shared<FallbackPlanner>(MakeAuto(inductor), inductor),
+        std::make_shared<FallbackPlanner>(
+            std::make_shared<PartitionPlanner>(
+                PartitionPlanner::Options{/*whole_graph_only=*/true}),
+            smallest, "auto"),
         std::make_shared<ReusePlanner>(),
         std::make_shared<NncPlanner>(),
+        std::make_shared<FallbackPlanner>(
+            std::make_shared<PartitionPlanner>(), smallest, "partition"),
     };
     auto* planners = new std::vector<const Planner*>;
     for (const auto& strategy : *strategies) planners->push_back(strategy.get());

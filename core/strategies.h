@@ -20,7 +20,9 @@ namespace memplan {
 //   2: the exact search's peak windows and best fit's orders (changed under
 //      version 1), the composites of core/composite.h.
 //   3: responses carry the whole graph's peaks (core/graph_memory.h).
-inline constexpr uint32_t kPlannerVersion = 3;
+//   4: strategy "partition"; "auto" partitions the pools of a request that
+//      describes the whole graph.
+inline constexpr uint32_t kPlannerVersion = 4;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

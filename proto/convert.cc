@@ -252,6 +252,8 @@ absl::StatusOr<std::string> StrategyName(v1::Strategy strategy) {
       return std::string("reuse");
     case v1::STRATEGY_NNC:
       return std::string("nnc");
+    case v1::STRATEGY_PARTITION:
+      return std::string("partition");
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("options.strategy: unknown value ",

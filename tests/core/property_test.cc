@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/bounds.h"
+#include "core/graph_memory.h"
 #include "core/planner.h"
 #include "core/problem.h"
 #include "core/strategies.h"
@@ -70,6 +71,20 @@ class PropertyTest : public ::testing::TestWithParam<PropertyParam> {
       EXPECT_EQ(bounds.mode, ModeLowerBound(problem)) << "seed " << seed;
       EXPECT_GE(PeakPoolBytes(problem, *plan), LowerBound(problem))
           << "seed " << seed << "\n" << *plan;
+      // The whole graph: no plan below the lower bound of its peak; the
+      // planners that minimize it never above one pool per buffer.
+      const bool minimizes_peak = planner().capabilities().minimizes_peak &&
+                                  problem.whole_graph &&
+                                  problem.pool_mode == PoolMode::kIntermediates;
+      for (const DevicePeaks& peaks :
+           WholeGraphPeaks(problem, *plan, TimelineOfBuffers(problem))) {
+        EXPECT_GE(peaks.predicted, peaks.lower_bound) << "seed " << seed;
+        EXPECT_GE(peaks.baseline, peaks.lower_bound) << "seed " << seed;
+        if (minimizes_peak) {
+          EXPECT_LE(peaks.predicted, peaks.baseline)
+              << "seed " << seed << " on " << peaks.device << "\n" << *plan;
+        }
+      }
       const absl::StatusOr<Plan> again =
           planner().PlanProblem(problem, Context());
       ASSERT_TRUE(again.ok()) << "seed " << seed << ": " << again.status();
@@ -122,6 +137,19 @@ TEST_P(PropertyTest, OutputsNotLivingToTheEndAndOtherAlignments) {
     CheckRandomProblems(first_seed, /*count=*/2000, options);
     first_seed += 100000;
   }
+}
+
+// Memory outside the plan: the strategies that minimize the whole graph's
+// peak never raise it above one pool per buffer's (the baseline of plain
+// buffers, which hands no storage on) in intermediates mode.
+TEST_P(PropertyTest, WholeGraphProblems) {
+  RandomProblemOptions options;
+  options.min_buffers = 5;
+  options.max_buffers = 60;
+  options.num_devices = 2;
+  options.horizon = 40;
+  options.max_unplanned = 8;
+  CheckRandomProblems(/*first_seed=*/6000000, /*count=*/3000, options);
 }
 
 TEST_P(PropertyTest, LongHorizonLargerProblems) {

@@ -91,6 +91,21 @@ Problem RandomProblem(uint64_t seed, const RandomProblemOptions& options) {
     buffer.live_range = {begin, end};
     problem.buffers.push_back(std::move(buffer));
   }
+  if (options.max_unplanned > 0) {
+    problem.whole_graph = true;
+    const int64_t count = rng.Uniform(0, options.max_unplanned);
+    for (int64_t i = 0; i < count; ++i) {
+      UnplannedBuffer buffer;
+      buffer.name = absl::StrCat("extern", i);
+      buffer.device =
+          absl::StrCat("cuda:", rng.Uniform(0, options.num_devices - 1));
+      buffer.size = rng.Uniform(1, Bytes{1} << 20);
+      buffer.is_input = rng.Bernoulli(1.0 / 3);
+      const Timestep begin = rng.Uniform(0, horizon);
+      buffer.live_range = {begin, rng.Uniform(begin, horizon + 1)};
+      problem.unplanned.push_back(std::move(buffer));
+    }
+  }
   return problem;
 }
 

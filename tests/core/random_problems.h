@@ -53,6 +53,10 @@ struct RandomProblemOptions {
   double data_dependent_fraction = 0.05;  // size_is_data_dependent
   PoolMode pool_mode = PoolMode::kIntermediates;
   Bytes alignment = kDefaultAlignment;
+  // Memory outside the plan: with max_unplanned > 0, [0, max_unplanned]
+  // unplanned buffers (extern outputs over a range, or inputs freed at a
+  // timestep, one in three), and the problem describes the whole graph.
+  int max_unplanned = 0;
 };
 
 // Returns a buffer named `name` of `size` bytes, live over the half-open

@@ -23,9 +23,9 @@ std::vector<std::string> Names(const std::vector<const Planner*>& planners) {
 }
 
 TEST(AllPlannersTest, ListsEveryStrategyInItsOrder) {
-  EXPECT_THAT(Names(AllPlanners()), ElementsAre("inductor", "best_fit",
-                                                "optimal", "auto", "reuse",
-                                                "nnc"));
+  EXPECT_THAT(Names(AllPlanners()),
+              ElementsAre("inductor", "best_fit", "optimal", "auto", "reuse",
+                          "nnc", "partition"));
 }
 
 TEST(AllPlannersTest, IsTheSameListOfTheSamePlannersEveryTime) {

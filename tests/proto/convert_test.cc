@@ -409,9 +409,10 @@ TEST(StrategyNameTest, ResolvesEveryStrategyAndRejectsUnknownNumbers) {
   EXPECT_EQ(StrategyName(v1::STRATEGY_AUTO).value(), "auto");
   EXPECT_EQ(StrategyName(v1::STRATEGY_REUSE).value(), "reuse");
   EXPECT_EQ(StrategyName(v1::STRATEGY_NNC).value(), "nnc");
+  EXPECT_EQ(StrategyName(v1::STRATEGY_PARTITION).value(), "partition");
   EXPECT_EQ(StrategyName(static_cast<v1::Strategy>(-1)).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(StrategyName(static_cast<v1::Strategy>(7)).status().code(),
+  EXPECT_EQ(StrategyName(static_cast<v1::Strategy>(8)).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

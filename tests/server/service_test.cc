@@ -116,7 +116,8 @@ std::vector<v1::Strategy> SearchStrategies() {
 
 // Expects `planner` (stats.planner) to be a name that `strategy`'s planner
 // gives its plans: "inductor"; best fit's winning order, "best_fit(...)";
-// "optimal"; for auto (and the default), the winner among those.
+// "optimal"; for auto (and the default), the winner among those; for
+// partition, "partition" or, in the pool modes it does not plan, auto's.
 void ExpectPlannerOf(v1::Strategy strategy, const std::string& planner) {
   const bool is_best_fit =
       absl::StartsWith(planner, "best_fit(") && absl::EndsWith(planner, ")");
@@ -135,6 +136,14 @@ void ExpectPlannerOf(v1::Strategy strategy, const std::string& planner) {
       break;
     case v1::STRATEGY_NNC:
       EXPECT_EQ(planner, "nnc");
+      break;
+    case v1::STRATEGY_PARTITION:  // auto's winners in the modes it can't
+      EXPECT_TRUE(is_best_fit ||
+                  testing::Value(planner, testing::AnyOf(
+                                              testing::Eq("partition"),
+                                              testing::Eq("inductor"),
+                                              testing::Eq("optimal"))))
+          << planner;
       break;
     default:  // auto
       EXPECT_TRUE(is_best_fit ||
@@ -323,7 +332,8 @@ TEST_P(ServiceTest, TraceOnlyWhenAskedAndSpansNestInTime) {
       {"optimal", {"best_fit cuda:0", "optimal cuda:0"}},
       {"auto", {"inductor cuda:0", "best_fit cuda:0", "optimal cuda:0"}},
       {"reuse", {"reuse cuda:0"}},
-      {"nnc", {"nnc cuda:0"}}};
+      {"nnc", {"nnc cuda:0"}},
+      {"partition", {"partition cuda:0"}}};
   std::vector<std::string> names;
   std::vector<TracedSpan> phases;
   std::vector<TracedSpan> runs;

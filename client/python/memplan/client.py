@@ -53,8 +53,9 @@ class MemplanError(Exception):
 
 def strategy(name):
     """Returns the pb.Strategy number of `name` ("auto", "inductor",
-    "best_fit", "optimal"; "" or None: STRATEGY_UNSPECIFIED, the server's
-    default). Raises ValueError for an unknown name."""
+    "best_fit", "optimal", "reuse", "nnc", "partition"; "" or None:
+    STRATEGY_UNSPECIFIED, the server's default). Raises ValueError for an
+    unknown name."""
     return _enum_value(pb.Strategy, "STRATEGY_", name)
 
 

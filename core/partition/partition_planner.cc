@@ -1,0 +1,408 @@
+#include "core/partition/partition_planner.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "core/graph_memory.h"
+#include "core/inductor/range_max_tree.h"
+
+namespace memplan {
+namespace {
+
+// How often (in buffers) the planner looks at the deadline.
+constexpr size_t kCheckEvery = 256;
+
+// The positions of one device where the memory in use can change, sorted:
+// slot i stands for the positions [points[i], points[i + 1]).
+class Axis {
+ public:
+  explicit Axis(std::vector<int64_t> points) : points_(std::move(points)) {
+    std::sort(points_.begin(), points_.end());
+    points_.erase(std::unique(points_.begin(), points_.end()), points_.end());
+  }
+  size_t slots() const { return points_.size(); }
+  // The slot of `position` (one of the points, or kNeverFreed: slots()).
+  size_t Slot(int64_t position) const {
+    if (position == kNeverFreed) return points_.size();
+    return std::lower_bound(points_.begin(), points_.end(), position) -
+           points_.begin();
+  }
+  // The positions slots [begin, end) cover (the last slot: one position).
+  int64_t Width(size_t begin, size_t end) const {
+    if (begin >= end) return 0;
+    const int64_t last =
+        end < points_.size() ? points_[end] : points_.back() + 1;
+    return last - points_[begin];
+  }
+
+ private:
+  std::vector<int64_t> points_;
+};
+
+// A buffer live in a pool, for the search of a free offset.
+struct LiveItem {
+  Bytes offset = 0;
+  Bytes size = 0;
+  Timestep end = 0;  // the end of its live range
+};
+
+// One pool being built.
+struct PoolState {
+  Bytes height = 0;                  // bytes: its buffers' highest end
+  size_t hull_begin = 0;             // slots [hull_begin, hull_end)
+  size_t hull_end = 0;
+  std::vector<LiveItem> live;        // by offset
+  std::vector<int32_t> members;      // problem buffer indices
+  bool fixed = false;                // an output's or a data-dependent one's
+  int32_t newer = -1, older = -1;    // the list of pools, newest first
+};
+
+// Where a buffer would go in a pool, and what it costs.
+struct Trial {
+  int32_t pool = -1;
+  Bytes offset = 0;
+  Bytes height = 0;   // the pool's height with the buffer
+  size_t begin = 0;   // the pool's hull with the buffer
+  size_t end = 0;
+  int64_t cost = 0;   // bytes x positions the pool's charge grows by
+};
+
+// Plans the buffers of one device.
+class DevicePartition {
+ public:
+  DevicePartition(const Problem& problem, const GraphTimeline& timeline,
+                  const DeviceMemory* unplanned, std::vector<int32_t> buffers)
+      : problem_(problem),
+        timeline_(timeline),
+        block_(problem.allocator_block),
+        buffers_(std::move(buffers)),
+        axis_(Points(timeline, unplanned, buffers_)),
+        tree_(InitialLoad(unplanned)) {
+    target_ = axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots());
+  }
+
+  // Places every buffer; returns the pools (members and offsets set in
+  // `offsets`, parallel to problem.buffers).
+  absl::Status Run(const PlanContext& context, std::vector<Bytes>& offsets) {
+    std::vector<int32_t> order;
+    for (int32_t b : buffers_) {
+      const Buffer& buffer = problem_.buffers[b];
+      if (buffer.is_output || buffer.size_is_data_dependent) {
+        OpenPool(b, /*fixed=*/true);
+        offsets[b] = 0;
+      } else if (Charged(b)) {
+        order.push_back(b);
+      }
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      const Buffer& x = problem_.buffers[a];
+      const Buffer& y = problem_.buffers[b];
+      if (x.live_range.begin != y.live_range.begin) {
+        return x.live_range.begin < y.live_range.begin;
+      }
+      return timeline_.spans[a].begin < timeline_.spans[b].begin;
+    });
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (i % kCheckEvery == 0) {
+        if (absl::Status status = context.Check(); !status.ok()) {
+          return status;
+        }
+      }
+      Place(order[i], offsets);
+    }
+    // Buffers that allocate nothing (no bytes, or an empty live range): at
+    // offset 0 of the newest pool of intermediates they fit in, so that no
+    // pool grows for them; a pool of their own where none is large enough.
+    for (int32_t b : buffers_) {
+      const Buffer& buffer = problem_.buffers[b];
+      if (buffer.is_output || buffer.size_is_data_dependent || Charged(b)) {
+        continue;
+      }
+      int32_t pool = newest_;
+      while (pool >= 0 && pools_[pool].height < buffer.size) {
+        pool = pools_[pool].older;
+      }
+      if (pool < 0) {
+        OpenPool(b, /*fixed=*/false);
+      } else {
+        pools_[pool].members.push_back(b);
+      }
+      offsets[b] = 0;
+    }
+    return absl::OkStatus();
+  }
+
+  const std::vector<PoolState>& pools() const { return pools_; }
+
+ private:
+  // Whether buffer b allocates anything (a size and a non-empty span).
+  bool Charged(int32_t b) const {
+    const GraphTimeline::Span& span = timeline_.spans[b];
+    return problem_.buffers[b].size > 0 && span.begin < span.end;
+  }
+
+  static std::vector<int64_t> Points(const GraphTimeline& timeline,
+                                     const DeviceMemory* unplanned,
+                                     const std::vector<int32_t>& buffers) {
+    std::vector<int64_t> points;
+    auto add = [&](int64_t begin, int64_t end) {
+      if (begin >= end) return;
+      points.push_back(begin);
+      if (end != kNeverFreed) points.push_back(end);
+    };
+    for (int32_t b : buffers) add(timeline.spans[b].begin, timeline.spans[b].end);
+    if (unplanned != nullptr) {
+      for (const MemoryBlock& block : unplanned->blocks) {
+        add(block.begin, block.end);
+      }
+    }
+    return points;
+  }
+
+  // The bytes in use per slot with one pool per buffer, plus the unplanned
+  // memory.
+  std::vector<Bytes> InitialLoad(const DeviceMemory* unplanned) const {
+    std::vector<Bytes> change(axis_.slots() + 1, 0);
+    auto add = [&](int64_t begin, int64_t end, Bytes bytes) {
+      if (begin >= end || bytes == 0) return;
+      change[axis_.Slot(begin)] += bytes;
+      change[axis_.Slot(end)] -= bytes;
+    };
+    if (unplanned != nullptr) {
+      for (const MemoryBlock& block : unplanned->blocks) {
+        const Bytes bytes = AllocatorBytes(block.size, block_);
+        add(block.begin, block.end, block.freed_input ? -bytes : bytes);
+      }
+    }
+    for (int32_t b : buffers_) {
+      if (!Charged(b)) continue;
+      add(timeline_.spans[b].begin, timeline_.spans[b].end,
+          AllocatorBytes(PoolBytesOf(b), block_));
+    }
+    std::vector<Bytes> load(axis_.slots(), 0);
+    Bytes total = 0;
+    for (size_t i = 0; i < load.size(); ++i) {
+      total += change[i];
+      load[i] = total;
+    }
+    return load;
+  }
+
+  // The bytes of a pool holding buffer b alone.
+  Bytes PoolBytesOf(int32_t b) const { return problem_.buffers[b].size; }
+
+  // Opens a pool holding buffer b alone at offset 0 (its charge is already
+  // in the tree: it is b's own).
+  void OpenPool(int32_t b, bool fixed) {
+    PoolState pool;
+    pool.height = problem_.buffers[b].size;
+    pool.hull_begin = axis_.Slot(timeline_.spans[b].begin);
+    pool.hull_end = axis_.Slot(timeline_.spans[b].end);
+    pool.members.push_back(b);
+    pool.fixed = fixed;
+    pool.live.push_back(LiveItem{0, problem_.buffers[b].size,
+                                 problem_.buffers[b].live_range.end});
+    pools_.push_back(std::move(pool));
+    if (!fixed) MakeNewest(static_cast<int32_t>(pools_.size()) - 1);
+  }
+
+  void MakeNewest(int32_t p) {
+    PoolState& pool = pools_[p];
+    if (newest_ == p) return;
+    if (pool.newer >= 0) pools_[pool.newer].older = pool.older;
+    if (pool.older >= 0) pools_[pool.older].newer = pool.newer;
+    pool.newer = -1;
+    pool.older = newest_;
+    if (newest_ >= 0) pools_[newest_].newer = p;
+    newest_ = p;
+  }
+
+  // Where buffer b would go in pool p, or nullopt when that would raise
+  // some position above the target.
+  std::optional<Trial> Try(int32_t b, int32_t p) {
+    PoolState& pool = pools_[p];
+    const Buffer& buffer = problem_.buffers[b];
+    // Buffers whose live range has ended by b's begin no longer hold bytes.
+    pool.live.erase(std::remove_if(pool.live.begin(), pool.live.end(),
+                                   [&](const LiveItem& item) {
+                                     return item.end <= buffer.live_range.begin;
+                                   }),
+                    pool.live.end());
+    const Bytes alignment = problem_.AlignmentOf(b);
+    Bytes offset = 0;
+    for (const LiveItem& item : pool.live) {
+      if (AlignUp(offset, alignment) + buffer.size <= item.offset) break;
+      offset = std::max(offset, item.offset + item.size);
+    }
+    Trial trial;
+    trial.pool = p;
+    trial.offset = AlignUp(offset, alignment);
+    trial.height = std::max(pool.height, trial.offset + buffer.size);
+    const size_t begin = axis_.Slot(timeline_.spans[b].begin);
+    const size_t end = axis_.Slot(timeline_.spans[b].end);
+    trial.begin = std::min(pool.hull_begin, begin);
+    trial.end = std::max(pool.hull_end, end);
+    const Bytes old_bytes = AllocatorBytes(pool.height, block_);
+    const Bytes new_bytes = AllocatorBytes(trial.height, block_);
+    const Bytes raise = new_bytes - old_bytes;
+    if (raise > 0 &&
+        tree_.Max(pool.hull_begin, pool.hull_end) + raise > target_) {
+      return std::nullopt;
+    }
+    if (trial.begin < pool.hull_begin &&
+        tree_.Max(trial.begin, pool.hull_begin) + new_bytes > target_) {
+      return std::nullopt;
+    }
+    if (pool.hull_end < trial.end &&
+        tree_.Max(pool.hull_end, trial.end) + new_bytes > target_) {
+      return std::nullopt;
+    }
+    trial.cost = raise * axis_.Width(pool.hull_begin, pool.hull_end) +
+                 new_bytes * (axis_.Width(trial.begin, pool.hull_begin) +
+                              axis_.Width(pool.hull_end, trial.end));
+    return trial;
+  }
+
+  // Places buffer b: in the pool where it costs least within the target,
+  // else in a pool of its own.
+  void Place(int32_t b, std::vector<Bytes>& offsets) {
+    const Buffer& buffer = problem_.buffers[b];
+    const size_t begin = axis_.Slot(timeline_.spans[b].begin);
+    const size_t end = axis_.Slot(timeline_.spans[b].end);
+    const Bytes own = AllocatorBytes(PoolBytesOf(b), block_);
+    tree_.Add(begin, end, -own);  // b's own pool, until it finds another
+    std::optional<Trial> best;
+    int tried = 0;
+    for (int32_t p = newest_; p >= 0 && tried < PartitionPlanner::kTrialPools;
+         p = pools_[p].older, ++tried) {
+      std::optional<Trial> trial = Try(b, p);
+      if (trial.has_value() && (!best.has_value() || trial->cost < best->cost)) {
+        best = trial;
+      }
+    }
+    if (!best.has_value()) {
+      tree_.Add(begin, end, own);
+      OpenPool(b, /*fixed=*/false);
+      offsets[b] = 0;
+      return;
+    }
+    PoolState& pool = pools_[best->pool];
+    const Bytes old_bytes = AllocatorBytes(pool.height, block_);
+    const Bytes new_bytes = AllocatorBytes(best->height, block_);
+    tree_.Add(pool.hull_begin, pool.hull_end, new_bytes - old_bytes);
+    tree_.Add(best->begin, pool.hull_begin, new_bytes);
+    tree_.Add(pool.hull_end, best->end, new_bytes);
+    pool.height = best->height;
+    pool.hull_begin = best->begin;
+    pool.hull_end = best->end;
+    pool.members.push_back(b);
+    const LiveItem item{best->offset, buffer.size, buffer.live_range.end};
+    pool.live.insert(std::upper_bound(pool.live.begin(), pool.live.end(), item,
+                                      [](const LiveItem& x, const LiveItem& y) {
+                                        return x.offset < y.offset;
+                                      }),
+                     item);
+    offsets[b] = best->offset;
+    MakeNewest(best->pool);
+  }
+
+  const Problem& problem_;
+  const GraphTimeline& timeline_;
+  const Bytes block_;
+  const std::vector<int32_t> buffers_;
+  const Axis axis_;
+  RangeMaxTree tree_;
+  Bytes target_ = 0;  // the peak with one pool per buffer
+  std::vector<PoolState> pools_;
+  int32_t newest_ = -1;  // the pool extended last (head of the list)
+};
+
+}  // namespace
+
+PlannerCapabilities PartitionPlanner::capabilities() const {
+  PlannerCapabilities capabilities;
+  capabilities.honours_buffer_alignment = true;
+  capabilities.minimizes_peak = true;
+  return capabilities;
+}
+
+absl::Status PartitionPlanner::CanPlan(const Problem& problem) const {
+  if (problem.pool_mode != PoolMode::kIntermediates) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.pool_mode: the pool partitioning plans pool mode "
+        "intermediates only, not ",
+        PoolModeName(problem.pool_mode)));
+  }
+  if (options_.whole_graph_only && !problem.whole_graph) {
+    return absl::InvalidArgumentError(
+        "the request describes no memory outside the plan (events "
+        "EXTERN_ALLOCATE, MULTI_OUTPUT, FREE_INPUT, or unplanned buffers)");
+  }
+  return Planner::CanPlan(problem);
+}
+
+absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
+    const Problem& problem, const PlanContext& context) const {
+  if (absl::Status status = CanPlan(problem); !status.ok()) return status;
+  const absl::Time start = absl::Now();
+  std::optional<GraphTimeline> own;
+  const GraphTimeline* timeline = context.timeline;
+  if (timeline == nullptr) {
+    own = TimelineOfBuffers(problem);
+    timeline = &*own;
+  }
+  // Devices in order of their first buffer.
+  std::vector<std::string> devices;
+  absl::flat_hash_map<std::string, std::vector<int32_t>> buffers_of;
+  for (size_t i = 0; i < problem.buffers.size(); ++i) {
+    auto [it, added] = buffers_of.try_emplace(problem.buffers[i].device);
+    if (added) devices.push_back(problem.buffers[i].device);
+    it->second.push_back(static_cast<int32_t>(i));
+  }
+  Plan plan;
+  plan.planner = "partition";
+  plan.assignments.resize(problem.buffers.size());
+  std::vector<Bytes> offsets(problem.buffers.size(), 0);
+  for (const std::string& device : devices) {
+    const DeviceMemory* unplanned = nullptr;
+    for (const DeviceMemory& memory : timeline->unplanned) {
+      if (memory.device == device) unplanned = &memory;
+    }
+    DevicePartition partition(problem, *timeline, unplanned,
+                              buffers_of[device]);
+    if (absl::Status status = partition.Run(context, offsets); !status.ok()) {
+      return status;
+    }
+    // Pools by their first allocation (then as opened).
+    const std::vector<PoolState>& pools = partition.pools();
+    std::vector<size_t> order(pools.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return pools[a].hull_begin < pools[b].hull_begin;
+    });
+    for (size_t p : order) {
+      const auto index = static_cast<int32_t>(plan.pools.size());
+      Bytes size = 0;
+      for (int32_t b : pools[p].members) {
+        plan.assignments[b] = Assignment{index, offsets[b]};
+        size = std::max(size, offsets[b] + problem.buffers[b].size);
+      }
+      plan.pools.emplace_back(absl::StrCat("pool", index), device, size);
+    }
+  }
+  plan.runs.push_back(PlannerRun{"partition", absl::StrJoin(devices, ","),
+                                 start, absl::Now()});
+  return WithinCapacity(problem, context, std::move(plan));
+}
+
+}  // namespace memplan

@@ -1,0 +1,87 @@
+// Strategy "partition": pools chosen against the whole graph's peak.
+//
+// Inductor's pool modes fix the grouping before any offset is chosen
+// (`intermediates`: one pool for the intermediates, one per output), and a
+// pool holds its whole size from its first buffer's allocation to its last
+// buffer's free, beside the memory no pool holds (extern kernels' outputs,
+// graph inputs not yet freed). So a plan whose pools total the lower bound
+// can still raise the graph's peak: one large pool is charged its full
+// height at positions where the graph is busiest elsewhere. This strategy
+// chooses how many pools each device gets, which buffers share one, and
+// their offsets, to minimize the whole graph's predicted peak
+// (core/graph_memory.h) first and the number of pools second:
+//
+//   bytes ^              T (the target: the peak with one pool per buffer)
+//         |- - - - - - - - - - - - - - - - - - - - - -
+//         |   +------------+      +----------------+
+//         |   |   pool0    |      |     pool1      |   each pool over the
+//         |   | a   b    c |      | d    e         |   hull of its buffers,
+//         |###+############+######+################+#  never above T where
+//         |## unplanned (extern outputs, inputs) ######  it is charged
+//         +-----------------------------------------> position
+//
+// The extremes are Inductor's: one pool per buffer reaches the lowest peak
+// (the baseline's, but for the reuse pass's storages held across gaps) and
+// one pool per device needs one allocation. The planner starts from one
+// pool per buffer, whose peak T is the least any plan of the mode can have
+// up to the allocator's rounding, and places the intermediates in order of
+// their allocation: each joins the existing pool where it fits (at the
+// lowest offset free over its live range, or on top, raising the pool's
+// height) with the smallest added charge, if the charge (the pool's height
+// over its hull, now longer and perhaps higher, in place of the buffer's
+// own) keeps every position at or below T; else it opens a pool. Range
+// additions and maxima over the positions (core/range_max_tree.h) make each
+// trial O(log n), so a graph of n buffers takes O(n k log n) for k trial
+// pools per buffer (at most kTrialPools).
+//
+// Pool mode `intermediates` only: each output keeps a pool of its own (the
+// caller frees outputs independently, as Inductor's intermediates mode
+// requires); a buffer whose size depends on data gets a pool of its own
+// (as the other placement strategies). Outputs and such buffers stay where
+// they are in T's count. Without memory outside the plan (no unplanned
+// buffers, no extern lines) the same planner minimizes the peak of the
+// pools alone. Strategy "partition" plans the other pool modes, whose
+// grouping is fixed, as "auto" does (core/strategies.cc).
+#ifndef MEMPLAN_CORE_PARTITION_PARTITION_PLANNER_H_
+#define MEMPLAN_CORE_PARTITION_PARTITION_PLANNER_H_
+
+#include "core/planner.h"
+
+namespace memplan {
+
+class PartitionPlanner : public Planner {
+ public:
+  // Pools a buffer is tried in, the most recently extended first.
+  static constexpr int kTrialPools = 64;
+
+  struct Options {
+    // Plan only problems that describe the memory outside the plan
+    // (Problem::whole_graph): auto's rule (core/strategies.cc).
+    bool whole_graph_only = false;
+  };
+  PartitionPlanner() = default;
+  explicit PartitionPlanner(Options options) : options_(options) {}
+
+  absl::string_view name() const override { return "partition"; }
+  PlannerCapabilities capabilities() const override;
+  // OK for pool mode intermediates (with whole_graph_only, when the
+  // problem describes the whole graph) and no pinned offsets; else
+  // INVALID_ARGUMENT.
+  absl::Status CanPlan(const Problem& problem) const override;
+
+  // Returns the plan above over context.timeline (or, when null, the
+  // timeline of the problem's buffers, core/graph_memory.h
+  // TimelineOfBuffers); pools named pool0, pool1, ... in device order, then
+  // by first allocation. Returns INVALID_ARGUMENT where CanPlan does,
+  // RESOURCE_EXHAUSTED over problem.capacity, DEADLINE_EXCEEDED /
+  // CANCELLED from `context`.
+  absl::StatusOr<Plan> PlanProblem(const Problem& problem,
+                                   const PlanContext& context) const override;
+
+ private:
+  Options options_;
+};
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_PARTITION_PARTITION_PLANNER_H_

@@ -1,0 +1,159 @@
+// Strategy "partition": pools chosen against the whole graph's peak.
+#include "core/partition/partition_planner.h"
+
+#include <vector>
+
+#include "core/graph_memory.h"
+#include "core/strategies.h"
+#include "core/validator.h"
+#include "gtest/gtest.h"
+#include "tests/core/random_problems.h"
+
+namespace memplan {
+namespace {
+
+// Buffers of one device in intermediates mode, with the extern outputs
+// `unplanned`, rounded to no block.
+Problem WholeGraph(std::vector<Buffer> buffers,
+                   std::vector<UnplannedBuffer> unplanned) {
+  Problem problem;
+  problem.buffers = std::move(buffers);
+  problem.unplanned = std::move(unplanned);
+  problem.whole_graph = true;
+  problem.allocator_block = 1;
+  return problem;
+}
+
+DevicePeaks PeaksOf(const Problem& problem, const Plan& plan) {
+  const std::vector<DevicePeaks> peaks =
+      WholeGraphPeaks(problem, plan, TimelineOfBuffers(problem));
+  EXPECT_EQ(peaks.size(), 1u);
+  return peaks.empty() ? DevicePeaks{} : peaks[0];
+}
+
+//   bytes ^
+//    1100 |       +-----+          a, b, c: 100 bytes each, one after the
+//         |       |  e  |          other; e (extern, 1000) beside b.
+//     100 |  a    |  b  |   c      One pool of 100 bytes over [0, 6) never
+//         +--+----+-----+---+-->   passes the peak with one pool per
+//            0    2     4   6      buffer (1100 at 2): one pool.
+TEST(PartitionPlannerTest, OnePoolWhereItNeverRaisesThePeak) {
+  const Problem problem = WholeGraph(
+      {MakeBuffer("a", 100, 0, 2), MakeBuffer("b", 100, 2, 4),
+       MakeBuffer("c", 100, 4, 6)},
+      {{"e", 1000, "cuda:0", {2, 4}, false}});
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  EXPECT_EQ(plan.planner, "partition");
+  ASSERT_EQ(plan.pools.size(), 1u);
+  EXPECT_EQ(plan.pools[0].size, 100);
+  const DevicePeaks peaks = PeaksOf(problem, plan);
+  EXPECT_EQ(peaks.predicted, 1100);
+  EXPECT_EQ(peaks.predicted, peaks.baseline);
+  EXPECT_EQ(peaks.predicted, peaks.lower_bound);
+}
+
+//   bytes ^
+//    1100 |       +-----+          a (300) before b (100) and e (1000):
+//         |  a    |  e  |          b in a's pool would hold 300 bytes
+//     300 |       |  b  |          beside e (1300 at 2): b gets a pool
+//         +--+----+-----+----->    of its own.
+//            0    2     4
+TEST(PartitionPlannerTest, APoolOfItsOwnWhereSharingWouldRaiseThePeak) {
+  const Problem problem = WholeGraph(
+      {MakeBuffer("a", 300, 0, 2), MakeBuffer("b", 100, 2, 4)},
+      {{"e", 1000, "cuda:0", {2, 4}, false}});
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(plan.pools.size(), 2u);
+  EXPECT_NE(plan.assignments[0].pool, plan.assignments[1].pool);
+  EXPECT_EQ(PeaksOf(problem, plan).predicted, 1100);
+  // The pools of auto's other strategies (one pool of 300 bytes for both)
+  // raise it.
+  Problem classic = problem;
+  classic.whole_graph = false;
+  const Plan smallest = PlanAndValidate(*FindPlanner("auto"), classic);
+  ASSERT_EQ(smallest.pools.size(), 1u);
+  EXPECT_EQ(PeaksOf(problem, smallest).predicted, 1300);
+}
+
+//   a (600) [0, 2), then b (400) beside e (500) [2, 4). In a's pool, b
+//   holds 600 bytes beside e: 1100 at 2, above the 900 of one pool per
+//   buffer, so two pools. With 1000 bytes of an input freed at 1, a's
+//   pool over [0, 4) stays at 100 at 2 (the peak is a's 600 at 0): one.
+TEST(PartitionPlannerTest, AnInputFreedEarlyMakesRoomForALongerPool) {
+  Problem problem =
+      WholeGraph({MakeBuffer("a", 600, 0, 2), MakeBuffer("b", 400, 2, 4)},
+                 {{"e", 500, "cuda:0", {2, 4}, false}});
+  EXPECT_EQ(PlanAndValidate(PartitionPlanner(), problem).pools.size(), 2u);
+  problem.unplanned.push_back({"input", 1000, "cuda:0", {0, 1}, true});
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  EXPECT_EQ(plan.pools.size(), 1u);
+  EXPECT_EQ(PeaksOf(problem, plan).predicted, 600);
+}
+
+TEST(PartitionPlannerTest, OutputsKeepPoolsOfTheirOwn) {
+  const Problem problem = WholeGraph(
+      {MakeBuffer("a", 64, 0, 2), MakeBuffer("out0", 64, 1, 5, true),
+       MakeBuffer("out1", 128, 3, 5, true), MakeBuffer("b", 64, 2, 4)},
+      {{"e", 32, "cuda:0", {0, 5}, false}});
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  const int32_t out0 = plan.assignments[1].pool;
+  const int32_t out1 = plan.assignments[2].pool;
+  EXPECT_NE(out0, out1);
+  for (size_t i : {size_t{0}, size_t{3}}) {
+    EXPECT_NE(plan.assignments[i].pool, out0);
+    EXPECT_NE(plan.assignments[i].pool, out1);
+  }
+  EXPECT_EQ(plan.pools[out0].size, 64);
+  EXPECT_EQ(plan.pools[out1].size, 128);
+}
+
+TEST(PartitionPlannerTest, AutoPartitionsOnlyAWholeGraphInIntermediatesMode) {
+  Problem problem = WholeGraph(
+      {MakeBuffer("a", 300, 0, 2), MakeBuffer("b", 100, 2, 4)},
+      {{"e", 1000, "cuda:0", {2, 4}, false}});
+  const Planner& automatic = *FindPlanner("auto");
+  EXPECT_EQ(PlanAndValidate(automatic, problem).planner, "partition");
+  problem.pool_mode = PoolMode::kCombined;
+  EXPECT_NE(PlanAndValidate(automatic, problem).planner, "partition");
+  EXPECT_NE(PlanAndValidate(*FindPlanner("partition"), problem).planner,
+            "partition");
+  EXPECT_FALSE(PartitionPlanner().CanPlan(problem).ok());
+  problem.pool_mode = PoolMode::kIntermediates;
+  problem.whole_graph = false;
+  EXPECT_NE(PlanAndValidate(automatic, problem).planner, "partition");
+  // Strategy partition plans it all the same: the peak of the pools alone.
+  EXPECT_EQ(PlanAndValidate(*FindPlanner("partition"), problem).planner,
+            "partition");
+}
+
+TEST(PartitionPlannerTest, PinnedOffsetsGoToAutosStrategies) {
+  Problem problem =
+      WholeGraph({MakeBuffer("a", 64, 0, 2), MakeBuffer("b", 64, 2, 4)},
+                 {{"e", 32, "cuda:0", {0, 4}, false}});
+  problem.buffers[1].fixed_offset = 128;
+  EXPECT_FALSE(PartitionPlanner().CanPlan(problem).ok());
+  const Plan plan = PlanAndValidate(*FindPlanner("auto"), problem);
+  EXPECT_EQ(plan.assignments[1].offset, 128);
+}
+
+TEST(PartitionPlannerTest, TheSameProblemGivesTheSamePlan) {
+  RandomProblemOptions options;
+  options.min_buffers = 200;
+  options.max_buffers = 400;
+  options.num_devices = 2;
+  options.horizon = 300;
+  options.max_unplanned = 40;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Problem problem = RandomProblem(seed, options);
+    const Plan first = PlanAndValidate(PartitionPlanner(), problem);
+    const Plan second = PlanAndValidate(PartitionPlanner(), problem);
+    EXPECT_EQ(first, second) << "seed " << seed;
+    for (const DevicePeaks& peaks :
+         WholeGraphPeaks(problem, first, TimelineOfBuffers(problem))) {
+      EXPECT_LE(peaks.predicted, peaks.baseline) << "seed " << seed;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memplan
