@@ -34,8 +34,8 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 
 // Returns the core problem described by `request`: buffers in the request's
 // order (sizes in bytes, live ranges half-open in timesteps, per-buffer
-// alignment in bytes (0: the problem's), fixed_offset in bytes (unset: -1,
-// free)), the pool mode (POOL_MODE_UNSPECIFIED: intermediates), the
+// alignment in bytes (0: the problem's), fixed_offset in bytes (unset:
+// nullopt, free)), the pool mode (POOL_MODE_UNSPECIFIED: intermediates), the
 // alignment in bytes (0: 64) and the per-device capacity in bytes (0: none).
 // Returns INVALID_ARGUMENT, naming the buffer (index and first name) and the
 // field, when
@@ -121,7 +121,7 @@ v1::PoolMode PoolModeToProto(PoolMode mode);
 
 // Returns a request describing `problem` with `strategy` (the inverse of
 // RequestToProblem; alignment always explicit, capacity_bytes set when
-// nonzero, a buffer's alignment when nonzero, fixed_offset when >= 0;
+// nonzero, a buffer's alignment when nonzero, fixed_offset when set;
 // time_budget unset). For tests and benchmarks that build core problems.
 v1::PlanMemoryRequest ProblemToRequest(
     const Problem& problem,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,7 +130,7 @@ TEST(RequestFromCsvTest, ReadsAlignmentAndOffsetColumns) {
   ASSERT_TRUE(problem.ok()) << problem.status();
   EXPECT_EQ(problem->buffers[1].alignment, 8);
   EXPECT_EQ(problem->buffers[1].fixed_offset, 16);
-  EXPECT_EQ(problem->buffers[2].fixed_offset, -1);
+  EXPECT_EQ(problem->buffers[2].fixed_offset, std::nullopt);
 }
 
 TEST(RequestFromCsvTest, OptionalColumnsMayBeAbsent) {
