@@ -196,7 +196,8 @@ absl::Status CheckNoOverlap(const Problem& problem, const Plan& plan) {
   return absl::OkStatus();
 }
 
-// Checks the pool mode's sharing rules (DESIGN.md, core/validator.h).
+// Checks the pool mode's sharing rules (docs/DESIGN.md "Pool modes",
+// core/validator.h).
 absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
   const PoolMode mode = problem.pool_mode;
   const char* mode_name = PoolModeName(mode);

@@ -144,15 +144,16 @@ struct ResponseInfo {
 // Returns the response for `plan`, a plan of `problem` (assignments parallel
 // to problem.buffers): pools in plan order (name, device, size in bytes,
 // symbolic size), assignments as (pool name, offset in bytes, symbolic
-// offset when plan.symbolic_offsets has them), and stats as DESIGN.md
-// "Stats" from core/bounds.h (lower_bound_bytes = LowerBound, total_pool_bytes
-// = TotalPoolBytes, peak_bytes = PeakPoolBytes, mode_lower_bound_bytes =
-// ModeLowerBound, retained_bytes = RetainedBytes, all in bytes summed over
-// devices; planner = plan.planner, or info.planner when that is empty;
-// proven_optimal = plan.proven_optimal; planning_micros =
-// info.planning_time in whole microseconds), and plan.decisions (strategies
-// reuse and nnc) as reuse_decisions, stack_allocation and nnc_decisions,
-// their event indices set only with info.lines (a request with events).
+// offset when plan.symbolic_offsets has them), and stats as docs/DESIGN.md
+// "Stats" defines them, from core/bounds.h (lower_bound_bytes =
+// LowerBound, total_pool_bytes = TotalPoolBytes, peak_bytes =
+// PeakPoolBytes, mode_lower_bound_bytes = ModeLowerBound, retained_bytes =
+// RetainedBytes, all in bytes summed over devices; planner = plan.planner,
+// or info.planner when that is empty; proven_optimal =
+// plan.proven_optimal; planning_micros = info.planning_time in whole
+// microseconds), and plan.decisions (strategies reuse and nnc) as
+// reuse_decisions, stack_allocation and nnc_decisions, their event indices
+// set only with info.lines (a request with events).
 // Returns INTERNAL when `plan` does not fit `problem` (assignment count, a
 // pool index out of range): a planner bug.
 absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(

@@ -43,8 +43,8 @@ std::string CorpusDir() {
   const std::string dir = MEMPLAN_CORPUS_DIR;
   EXPECT_TRUE(std::filesystem::is_directory(dir))
       << "corpus directory " << dir
-      << " is missing: the tests need /work/shared/corpus/inductor beside "
-         "the source tree";
+      << " is missing: the tests need the corpus, ../shared/corpus/inductor "
+         "beside the source tree by default (-DMEMPLAN_CORPUS_DIR=DIR)";
   return dir;
 }
 
