@@ -1,8 +1,8 @@
 // File formats that describe a graph's buffers, for the command-line tool,
 // tests and benchmarks:
 //
-//   - corpus JSON (/work/shared/corpus/README.md): one graph as Inductor's
-//     MemoryPlanner saw it, with Inductor's own plan. Mirrored by
+//   - corpus JSON: one graph as Inductor's MemoryPlanner saw it, with
+//     Inductor's own plan (docs/testing.md, "The corpus"). Mirrored by
 //     memplan.v1.CorpusFile (proto/memplan/v1/corpus_file.proto) and read
 //     with protobuf's JSON parser; unknown fields are ignored.
 //   - MiniMalloc CSV: a header naming the columns `id`, `lower`, `upper`,

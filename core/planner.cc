@@ -40,7 +40,7 @@ absl::Status Planner::CanPlan(const Problem& problem) const {
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& buffer = problem.buffers[i];
     const char* field =
-        buffer.fixed_offset >= 0 && !can.honours_fixed_offsets ? "fixed_offset"
+        buffer.fixed_offset && !can.honours_fixed_offsets ? "fixed_offset"
         : buffer.alignment > problem.alignment && !can.honours_buffer_alignment
             ? "alignment"
             : nullptr;

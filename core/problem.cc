@@ -59,15 +59,16 @@ absl::Status CheckBuffer(const Problem& problem, size_t i,
     return absl::InvalidArgumentError(
         absl::StrCat(BufferLabel(problem, i), ": ", symbolic.message()));
   }
-  if (buffer.fixed_offset < -1 || buffer.fixed_offset > kMaxBufferBytes) {
+  if (!buffer.fixed_offset) return absl::OkStatus();
+  const Bytes fixed_offset = *buffer.fixed_offset;
+  if (fixed_offset < 0 || fixed_offset > kMaxBufferBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         BufferLabel(problem, i), ": fixed_offset must be in [0, ",
-        kMaxBufferBytes, "], got ", buffer.fixed_offset));
+        kMaxBufferBytes, "], got ", fixed_offset));
   }
-  if (buffer.fixed_offset >= 0 &&
-      buffer.fixed_offset % problem.AlignmentOf(i) != 0) {
+  if (fixed_offset % problem.AlignmentOf(i) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        BufferLabel(problem, i), ": fixed_offset ", buffer.fixed_offset,
+        BufferLabel(problem, i), ": fixed_offset ", fixed_offset,
         " is not a multiple of the buffer's alignment ",
         problem.AlignmentOf(i)));
   }

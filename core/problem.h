@@ -18,9 +18,9 @@ namespace memplan {
 // non-empty and unique across all buffers (one name in two groups is an
 // error); 0 <= size <= kMaxBufferBytes; 0 <= begin <= end <= kMaxTimestep;
 // alignment a power of two in [1, kMaxAlignment]; a buffer's own alignment
-// 0 or such a power of two; fixed_offset -1 or in [0, kMaxBufferBytes] and a
-// multiple of the buffer's alignment; capacity >= 0; allocator_block a
-// power of two in [1, kMaxAlignment]; every unplanned buffer's size in
+// 0 or such a power of two; fixed_offset unset or in [0, kMaxBufferBytes]
+// and a multiple of the buffer's alignment; capacity >= 0; allocator_block
+// a power of two in [1, kMaxAlignment]; every unplanned buffer's size in
 // [0, kMaxBufferBytes] and 0 <= begin <= end <= kMaxTimestep (named
 // `unplanned[i] ("name")`); symbolic_size "" or an
 // expression in sympy's syntax that, when constant, equals the size

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -107,9 +108,9 @@ struct Buffer {
   // The buffer's offset is a multiple of this many bytes (a power of two);
   // 0: the problem's alignment. The effective alignment is the larger.
   Bytes alignment = 0;
-  // >= 0: the buffer is pinned at this byte offset of its pool (as
-  // MiniMalloc's fixed offsets); -1: free.
-  Bytes fixed_offset = -1;
+  // The byte offset of its pool the buffer is pinned at (as MiniMalloc's
+  // fixed offsets), in [0, kMaxBufferBytes]; nullopt: the planner chooses.
+  std::optional<Bytes> fixed_offset;
 
   friend bool operator==(const Buffer& a, const Buffer& b);
 };

@@ -88,11 +88,11 @@ absl::Status CheckPlacements(const Problem& problem, const Plan& plan) {
           PoolLabel(plan, p), " is not a multiple of the alignment ",
           alignment));
     }
-    if (buffer.fixed_offset >= 0 && assignment.offset != buffer.fixed_offset) {
+    if (buffer.fixed_offset && assignment.offset != *buffer.fixed_offset) {
       return absl::InternalError(absl::StrCat(
           BufferLabel(problem, i), ": offset ", assignment.offset, " in ",
           PoolLabel(plan, p), " but the buffer is pinned at ",
-          buffer.fixed_offset));
+          *buffer.fixed_offset));
     }
     // offset >= 0 and pool.size >= 0, so the subtraction cannot overflow.
     if (buffer.size > pool.size - assignment.offset) {
@@ -196,7 +196,8 @@ absl::Status CheckNoOverlap(const Problem& problem, const Plan& plan) {
   return absl::OkStatus();
 }
 
-// Checks the pool mode's sharing rules (DESIGN.md, core/validator.h).
+// Checks the pool mode's sharing rules (docs/DESIGN.md "Pool modes",
+// core/validator.h).
 absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
   const PoolMode mode = problem.pool_mode;
   const char* mode_name = PoolModeName(mode);

@@ -17,7 +17,7 @@ namespace memplan {
 //     one, and offset + size within the pool's size;
 //   - no two buffers of one pool overlap both in time (their half-open live
 //     ranges intersect) and in bytes ([offset, offset + size) intersect);
-//   - the pool mode's sharing rules (DESIGN.md):
+//   - the pool mode's sharing rules (docs/DESIGN.md, "Pool modes"):
 //       none:          a pool holds at most one output, and is no larger
 //                      than its largest buffer rounded up to the alignment,
 //                      plus padding (below);

@@ -9,7 +9,7 @@
 # configured yet, serve.sh configures it for the quickest first serve:
 # without the tests (-DMEMPLAN_TESTS=OFF: no GoogleTest or libpng), with
 # Ninja, and with the container image's flags (RelWithDebInfo's -O2
-# without -g: a third less compile time). A later tests/run.sh
+# without -g, which compiles faster). A later tests/run.sh
 # (deploy/build.sh) turns the tests on in the same build/ and restores -g
 # (recompiling what serve.sh compiled, as it did before). Where build/ is
 # configured already, serve.sh leaves its settings alone and builds the two

@@ -449,7 +449,7 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
     buffer.dtype = wire.dtype();
     buffer.size_is_data_dependent = wire.size_is_data_dependent();
     buffer.alignment = wire.alignment();
-    buffer.fixed_offset = wire.has_fixed_offset() ? wire.fixed_offset() : -1;
+    if (wire.has_fixed_offset()) buffer.fixed_offset = wire.fixed_offset();
   }
   problem.unplanned.reserve(request.unplanned_size());
   for (int i = 0; i < request.unplanned_size(); ++i) {
@@ -529,7 +529,7 @@ v1::PlanMemoryRequest ProblemToRequest(const Problem& problem,
     wire->set_dtype(buffer.dtype);
     wire->set_size_is_data_dependent(buffer.size_is_data_dependent);
     wire->set_alignment(buffer.alignment);
-    if (buffer.fixed_offset >= 0) wire->set_fixed_offset(buffer.fixed_offset);
+    if (buffer.fixed_offset) wire->set_fixed_offset(*buffer.fixed_offset);
   }
   v1::PlanOptions* options = request.mutable_options();
   options->set_strategy(strategy);

@@ -35,8 +35,8 @@ inline constexpr absl::Duration kMaxTimeBudget = absl::Hours(1);
 
 // Returns the core problem described by `request`: buffers in the request's
 // order (sizes in bytes, live ranges half-open in timesteps, per-buffer
-// alignment in bytes (0: the problem's), fixed_offset in bytes (unset: -1,
-// free)), the pool mode (POOL_MODE_UNSPECIFIED: intermediates), the
+// alignment in bytes (0: the problem's), fixed_offset in bytes (unset:
+// nullopt, free)), the pool mode (POOL_MODE_UNSPECIFIED: intermediates), the
 // alignment in bytes (0: 64) and the per-device capacity in bytes (0: none).
 // Returns INVALID_ARGUMENT, naming the buffer (index and first name) and the
 // field, when
@@ -126,7 +126,7 @@ v1::PoolMode PoolModeToProto(PoolMode mode);
 
 // Returns a request describing `problem` with `strategy` (the inverse of
 // RequestToProblem; alignment always explicit, capacity_bytes set when
-// nonzero, a buffer's alignment when nonzero, fixed_offset when >= 0;
+// nonzero, a buffer's alignment when nonzero, fixed_offset when set;
 // time_budget unset). For tests and benchmarks that build core problems.
 v1::PlanMemoryRequest ProblemToRequest(
     const Problem& problem,
@@ -152,15 +152,16 @@ struct ResponseInfo {
 // Returns the response for `plan`, a plan of `problem` (assignments parallel
 // to problem.buffers): pools in plan order (name, device, size in bytes,
 // symbolic size), assignments as (pool name, offset in bytes, symbolic
-// offset when plan.symbolic_offsets has them), and stats as DESIGN.md
-// "Stats" from core/bounds.h (lower_bound_bytes = LowerBound, total_pool_bytes
-// = TotalPoolBytes, peak_bytes = PeakPoolBytes, mode_lower_bound_bytes =
-// ModeLowerBound, retained_bytes = RetainedBytes, all in bytes summed over
-// devices; planner = plan.planner, or info.planner when that is empty;
-// proven_optimal = plan.proven_optimal; planning_micros =
-// info.planning_time in whole microseconds), and plan.decisions (strategies
-// reuse and nnc) as reuse_decisions, stack_allocation and nnc_decisions,
-// their event indices set only with info.lines (a request with events).
+// offset when plan.symbolic_offsets has them), and stats as docs/DESIGN.md
+// "Stats" defines them, from core/bounds.h (lower_bound_bytes =
+// LowerBound, total_pool_bytes = TotalPoolBytes, peak_bytes =
+// PeakPoolBytes, mode_lower_bound_bytes = ModeLowerBound, retained_bytes =
+// RetainedBytes, all in bytes summed over devices; planner = plan.planner,
+// or info.planner when that is empty; proven_optimal =
+// plan.proven_optimal; planning_micros = info.planning_time in whole
+// microseconds), and plan.decisions (strategies reuse and nnc) as
+// reuse_decisions, stack_allocation and nnc_decisions, their event indices
+// set only with info.lines (a request with events).
 // Returns INTERNAL when `plan` does not fit `problem` (assignment count, a
 // pool index out of range): a planner bug.
 absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(

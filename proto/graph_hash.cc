@@ -125,7 +125,7 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
     encoder.U8(buffer.size_is_data_dependent ? 1 : 0);
     encoder.String(buffer.device);
     encoder.I64(problem.AlignmentOf(i));
-    encoder.I64(buffer.fixed_offset);
+    encoder.I64(buffer.fixed_offset.value_or(-1));  // -1: free
   }
   const size_t num_events = lines == nullptr ? 0 : lines->group_of_line.size();
   encoder.U64(num_events);

@@ -54,7 +54,8 @@ std::string CallLine(const CallRecord& call, absl::Time now);
 // Writes lines at or above a level to a stdio stream. Info lines (one per
 // successful call) are gathered in memory and written together at most
 // `flush_interval` later, or as soon as 64 KiB are waiting: a write and a
-// flush per call would cost a busy server about half of a cache hit's CPU.
+// flush per call would cost a busy server much of a cache hit's CPU
+// (docs/benchmarks.md, "The log").
 // Warning and error lines go out at once, with what waits before them, so
 // the stream keeps the lines' order; so does everything at destruction.
 // Lines of concurrent calls never interleave. Thread-safe.

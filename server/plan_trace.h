@@ -54,7 +54,7 @@
 // offset and timestep a request may carry. The JSON comes from protobuf's
 // JSON printer (a google.protobuf.Struct per event, serialized
 // deterministically so keys come out sorted), so no string escaping of our
-// own; it costs about 10 microseconds per event.
+// own; what that costs per event is in docs/benchmarks.md ("Traces").
 //
 // Determinism: the same problem, plan, info and spans give the same bytes;
 // between two calls of one request only the spans' ts, dur and measured

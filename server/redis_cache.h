@@ -3,9 +3,9 @@
 //
 // Entries:
 //   key    "memplan:plan:v<kRedisValueVersion>:p<planner version>:<graph
-//          hash, 32 hex>", e.g. "memplan:plan:v1:p1:0a54bd4c...": the
+//          hash, 32 hex>", e.g. "memplan:plan:v1:p2:7f6f847c...": the
 //          planner version is RedisOptions::planner_version, by default
-//          kPlannerVersion (proto/graph_hash.h), so that replicas of two
+//          kPlannerVersion (core/strategies.h), so that replicas of two
 //          versions sharing one Redis never read each other's plans (a
 //          plan of the other version is a miss, planned afresh)
 //   value  "MPLN"                  4 bytes, magic

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The layering of the sources (docs STYLE.md, rule 1): dependencies run one
+# The layering of the sources (docs/DESIGN.md, "Layers"): dependencies run one
 # way, core/ <- proto/ <- server/, client/. Fails, printing every offending
 # #include line, when
 #   - a file of core/ includes gRPC or protobuf (grpc/, grpcpp/,

@@ -1197,7 +1197,7 @@ absl::StatusOr<Plan> InductorPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& buffer = problem.buffers[i];
-    const char* field = buffer.fixed_offset >= 0 ? "fixed_offset"
+    const char* field = buffer.fixed_offset ? "fixed_offset"
                         : buffer.alignment > problem.alignment ? "alignment"
                                                                : nullptr;
     if (field != nullptr) {

@@ -209,7 +209,7 @@ absl::Status CheckNoFixedOffsets(const Problem& problem,
                                  absl::string_view strategy) {
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& buffer = problem.buffers[i];
-    if (buffer.fixed_offset >= 0) {
+    if (buffer.fixed_offset.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "buffers[", i, "] (\"", buffer.names[0],
           "\"): fixed_offset is set, which strategy ", strategy,

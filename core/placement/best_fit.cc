@@ -39,9 +39,9 @@ constexpr size_t kLookahead = 8;
 // tree only (0, 3, 6, ...): a tree of fanout 8. A canonical node on a
 // level between is replaced by its descendants on the kept level below
 // it. Fewer levels mean fewer ancestors to read and write per item, for
-// more canonical nodes. One thread, the bench's 1M random items, the
-// whole portfolio: stride 1: 4.8 to 5.3 s; 2: 4.2 to 4.5 s; 3: 4.0 to
-// 4.3 s; 4: 4.1 to 4.6 s; 5: 4.9 to 5.1 s; 6: 6.1 to 6.5 s.
+// more canonical nodes. Stride 3 was the fastest of strides 1 to 6 on
+// memplan-best-fit-bench's 1M random items (docs/benchmarks.md, "Best fit
+// at scale").
 constexpr int kLevelStride = 3;
 
 // Returns the kept level that a canonical node on `level` is replaced
@@ -129,8 +129,8 @@ struct alignas(64) Node {
 // not all of them, and reuses blocks still in cache. The nodes themselves
 // live in pages per level (PagedLevel), taken when the sweep reaches them
 // and given back once it has passed them, so that they too are few and
-// warm. On the bench's 1M random items the two took the portfolio's peak
-// memory from 887 to 266 MiB.
+// warm. What the two saved in the portfolio's peak memory is in
+// docs/benchmarks.md ("Best fit at scale").
 class BestFitEngine {
  public:
   explicit BestFitEngine(const PlacementProblem& problem)
@@ -682,8 +682,8 @@ class BestFitEngine {
     free_size_ = 1;
     // Top-down: the owns of ancestors hold items that cover the whole
     // live range, and high canonical nodes the most items, so the gaps
-    // shrink soonest this way (12% faster than canonical nodes first on
-    // the bench's 1M random items).
+    // shrink soonest this way (faster than canonical nodes first:
+    // docs/benchmarks.md, "Best fit at scale").
     for (size_t k = nodes.ancestor_count; k-- > 0;) {
       Subtract(nodes.ancestors[k]->own, job);
     }

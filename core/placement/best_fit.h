@@ -53,10 +53,12 @@ enum class BestFitOrder {
   kContentionBandDescending,
 };
 
-// Every BestFitOrder, in the enum's order (BestFitPortfolio's tie order).
-// The contention orders come first: they win most often on large traces,
-// and the portfolio stops at the first order that meets the lower bound or,
-// as an anytime step, when its time is up.
+// Every BestFitOrder, in the order BestFitPortfolio starts them and breaks
+// ties (the order listed first wins): contention, contention band, size,
+// length, area, program order. That is not the enum's order: the
+// contention orders come first because they win most often on large
+// traces, and the portfolio stops at the first order that meets the lower
+// bound or, as an anytime step, when its time is up.
 inline constexpr BestFitOrder kAllBestFitOrders[] = {
     BestFitOrder::kContentionDescending,  BestFitOrder::kContentionBandDescending,
     BestFitOrder::kSizeDescending,        BestFitOrder::kLengthDescending,
@@ -77,8 +79,8 @@ enum class BestFitSchedule {
   // order that overlaps it has been placed: the engine reads what it has
   // just read, and frees what no item left to place reads. O(n log n)
   // more time; faster on every problem of tests/bench/best_fit_bench.cc
-  // (2x at 100,000 items) and, on large ones, about half the memory, so
-  // it is the default.
+  // and, on large ones, lighter on memory (docs/benchmarks.md, "Best fit
+  // at scale"), so it is the default.
   kTimeSweep,
   // First the items at the time of the highest load (the first such leaf
   // of the engine's tree) and every item they wait for through chains of
@@ -86,12 +88,12 @@ enum class BestFitSchedule {
   // earlier in the order", placed in the order), then the rest as in
   // kTimeSweep. The height an order reaches is mostly decided at that
   // time, so an order that cannot win (BestFitPortfolio) is found out after
-  // placing that set alone: on the bench's 1,000,000 random items 0.2 to
-  // 2.5% of the items, where the sweep from the start places 4 to 33%
-  // first. Finding the set costs O(m log m) a doubling of a window around
-  // the peak, m the items that can meet the window, O(log n) doublings;
-  // where the set would hold more than half of the items, this is
-  // kTimeSweep.
+  // placing that set alone, a small share of the items where the sweep
+  // from the start would place many more first (docs/benchmarks.md, "Best
+  // fit at scale"). Finding the set costs O(m log m) a doubling of a
+  // window around the peak, m the items that can meet the window, O(log n)
+  // doublings; where the set would hold more than half of the items, this
+  // is kTimeSweep.
   kPeakFirst,
 };
 

@@ -18,9 +18,10 @@
 namespace memplan {
 namespace {
 
-// Search nodes between two looks at the clock and the cancellation flag. A
-// node costs one to three microseconds on the MiniMalloc benchmarks, so the
-// search notices a deadline within half a millisecond.
+// Search nodes between two looks at the clock and the cancellation flag:
+// few enough that a search notices its deadline well within the
+// millisecond OptimalPlace promises, at the cost per node measured on the
+// MiniMalloc instances (docs/benchmarks.md, "Exact search").
 constexpr int64_t kNodesPerClockCheck = 128;
 
 // A part of the problem whose overlap lists would exceed this many entries
@@ -1054,9 +1055,8 @@ bool Minimize(const PartData& data, Bytes enough, const PlanContext& context,
 constexpr int64_t kPeakWindowFactors[] = {1, 2, 4, 8, 16, 32};
 
 // The largest window searched. Setting up and probing a window grows
-// faster than its size: on iopddl_S_1 a window of 2,576 items took 0.1 s
-// to set up and overran its share of the time budget by 0.13 s, while
-// windows of 547 and 1,094 items on pangu took 0.05 and 0.25 s in all.
+// faster than its size, and a larger window overran its share of the time
+// budget on the idealloc traces (docs/benchmarks.md, "Plan quality").
 constexpr size_t kMaxPeakWindowItems = 2048;
 
 // The best-fit orders that place a part around its pinned peak window:

@@ -134,12 +134,11 @@ struct SearchOutcome {
 };
 
 // Work units (PlanContext::Check calls) a search may spend per second of
-// its time budget. The exact search checks every 128 nodes and ran 2,000
-// to 8,000 checks a second on MiniMalloc's challenging set on this
-// project's 2-core machine (memplan-optimal-bench); this is set below that,
-// so that the work budget, not the clock, ends a search here and the plan
-// is the same on every run. On a much slower machine the clock ends it
-// first.
+// its time budget. The exact search checks every 128 nodes; this is set
+// below the rate it reaches on MiniMalloc's challenging set
+// (memplan-optimal-bench, docs/benchmarks.md "Exact search"), so that the
+// work budget, not the clock, ends a search and the plan is the same on
+// every run. On a machine much slower than that the clock ends it first.
 constexpr double kSearchChecksPerSecond = 1500;
 
 absl::StatusOr<SearchOutcome> Search(const Problem& problem,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -75,11 +76,10 @@ class LayoutBuilder {
   // fixed offset), and returns the layout.
   DeviceLayout Finish(std::string device, const std::vector<int32_t>& buffers) {
     layout_.device = std::move(device);
-    layout_.regions.push_back({next_base_, -1});
+    layout_.regions.push_back({next_base_, std::nullopt});
     for (int32_t i : buffers) {
       const Buffer& buffer = problem_.buffers[i];
-      AddItem(i, buffer.fixed_offset >= 0 ? next_base_ + buffer.fixed_offset
-                                          : -1);
+      AddItem(i, buffer.fixed_offset ? next_base_ + *buffer.fixed_offset : -1);
     }
     layout_.placement.items.insert(layout_.placement.items.end(),
                                    barriers_.begin(), barriers_.end());
@@ -142,13 +142,13 @@ absl::StatusOr<std::vector<DeviceLayout>> BuildLayouts(const Problem& problem) {
         case PoolMode::kIntermediates:
           if (!buffer.is_output) {
             free_buffers.push_back(i);
-          } else if (buffer.fixed_offset > 0) {
+          } else if (buffer.fixed_offset.value_or(0) != 0) {
             return absl::InvalidArgumentError(absl::StrCat(
                 "buffers[", i, "] (\"", buffer.names[0],
                 "\"): fixed_offset must be 0 for an output in pool_mode "
                 "intermediates (an output is alone at the start of its "
                 "pool), got ",
-                buffer.fixed_offset));
+                *buffer.fixed_offset));
           } else {
             builder.AddFixedRegion(buffer.size, {{i, 0}});
           }
@@ -216,7 +216,7 @@ Plan PlanFromPlacements(const Problem& problem,
       pool_of_region[r] = static_cast<int32_t>(plan.pools.size());
       plan.pools.push_back(Pool{absl::StrCat("pool", plan.pools.size()),
                                 layout.device,
-                                std::max<Bytes>(0, layout.regions[r].size)});
+                                layout.regions[r].size.value_or(0)});
     }
     for (size_t k = 0; k < layout.buffers.size(); ++k) {
       const int32_t buffer = layout.buffers[k];
@@ -224,10 +224,10 @@ Plan PlanFromPlacements(const Problem& problem,
       Bytes offset = placement.offsets[k] - region.base;
       const Bytes size = problem.buffers[buffer].size;
       // A zero-size buffer conflicts with nothing; keep it inside its pool.
-      if (size == 0 && problem.buffers[buffer].fixed_offset < 0) offset = 0;
+      if (size == 0 && !problem.buffers[buffer].fixed_offset) offset = 0;
       const int32_t pool = pool_of_region[region_of[k]];
       plan.assignments[buffer] = Assignment{pool, offset};
-      if (region.size < 0) {  // the top region grows to its items
+      if (!region.size) {  // the top region grows to its items
         plan.pools[pool].size = std::max(plan.pools[pool].size, offset + size);
       }
     }
@@ -240,7 +240,7 @@ Plan PlanFromPlacements(const Problem& problem,
       if (!buffer.size_is_data_dependent || buffer.device != layout.device) {
         continue;
       }
-      const Bytes offset = std::max<Bytes>(0, buffer.fixed_offset);
+      const Bytes offset = buffer.fixed_offset.value_or(0);
       plan.assignments[i] =
           Assignment{static_cast<int32_t>(plan.pools.size()), offset};
       plan.pools.push_back(Pool{absl::StrCat("pool", plan.pools.size()),

@@ -33,6 +33,7 @@
 #ifndef MEMPLAN_CORE_PLACEMENT_POOL_LAYOUT_H_
 #define MEMPLAN_CORE_PLACEMENT_POOL_LAYOUT_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,9 @@ struct DeviceLayout {
   // buffer. Regions are in increasing base order; the last one may grow.
   struct Region {
     Bytes base = 0;  // virtual offset of the pool's byte 0
-    Bytes size = 0;  // fixed pool size in bytes; -1 for the top region
+    // The fixed pool size in bytes; nullopt for the top region, whose pool
+    // grows to the height of its items.
+    std::optional<Bytes> size;
   };
   std::vector<Region> regions;
 };

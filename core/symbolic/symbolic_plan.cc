@@ -232,7 +232,7 @@ std::vector<Storage> DisjointStorages(const Problem& problem, const Plan& plan,
                : a < b;
   });
   for (int32_t b : by_offset) {
-    if (problem.buffers[b].fixed_offset >= 0) return {};
+    if (problem.buffers[b].fixed_offset) return {};
     const Bytes offset = plan.assignments[b].offset;
     if (storages.empty() || storages.back().hint_offset != offset) {
       if (!storages.empty() &&
@@ -339,19 +339,19 @@ absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan) {
       }
       const ExprId stacked =
           arena.Align(arena.Max(terms), problem.AlignmentOf(b));
-      if (buffer.fixed_offset < 0) {
+      if (!buffer.fixed_offset) {
         offsets[b] = stacked;
         continue;
       }
       int64_t lowest = 0;
-      if (!arena.IsInteger(stacked, &lowest) || lowest > buffer.fixed_offset) {
+      if (!arena.IsInteger(stacked, &lowest) || lowest > *buffer.fixed_offset) {
         return absl::InvalidArgumentError(absl::StrCat(
-            BufferLabel(problem, b), ": fixed_offset ", buffer.fixed_offset,
+            BufferLabel(problem, b), ": fixed_offset ", *buffer.fixed_offset,
             " cannot hold under symbolic sizes: the buffers below it in ",
             plan.pools[p].name, " end at ", arena.Snippet(stacked),
             ", which may exceed it"));
       }
-      offsets[b] = arena.Integer(buffer.fixed_offset);
+      offsets[b] = arena.Integer(*buffer.fixed_offset);
     }
     // The pool ends at the highest end of a buffer on top somewhere: each
     // other buffer lies below one of those.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The plan cache's benchmarks (README "Plan cache"): memplan-server and the
-# `memplan loadtest` client on this machine, over loopback TCP. Prints each
+# The plan cache's benchmarks (docs/benchmarks.md, "Service targets"):
+# memplan-server and the `memplan loadtest` client on one machine, over
+# loopback TCP. Prints each
 # load test's report, the server's CPU time per call and its peak resident
 # memory. Not a test: it prints numbers.
 #
@@ -46,7 +47,7 @@ trap stop_server EXIT
 
 # start_server_of BUILD FLAGS...: starts BUILD's memplan-server on a free
 # port, logging at $MEMPLAN_LOG_LEVEL, by default info, the server's default
-# (a line per call: README "Log"); sets $server_pid and $address.
+# (a line per call: docs/operations.md, "Log"); sets $server_pid and $address.
 start_server_of() {
   local of="$1" log
   shift

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,8 @@ std::string CorpusDir() {
   const std::string dir = MEMPLAN_CORPUS_DIR;
   EXPECT_TRUE(std::filesystem::is_directory(dir))
       << "corpus directory " << dir
-      << " is missing: the tests need /work/shared/corpus/inductor beside "
-         "the source tree";
+      << " is missing: the tests need the corpus, ../shared/corpus/inductor "
+         "beside the source tree by default (-DMEMPLAN_CORPUS_DIR=DIR)";
   return dir;
 }
 
@@ -129,7 +130,7 @@ TEST(RequestFromCsvTest, ReadsAlignmentAndOffsetColumns) {
   ASSERT_TRUE(problem.ok()) << problem.status();
   EXPECT_EQ(problem->buffers[1].alignment, 8);
   EXPECT_EQ(problem->buffers[1].fixed_offset, 16);
-  EXPECT_EQ(problem->buffers[2].fixed_offset, -1);
+  EXPECT_EQ(problem->buffers[2].fixed_offset, std::nullopt);
 }
 
 TEST(RequestFromCsvTest, OptionalColumnsMayBeAbsent) {

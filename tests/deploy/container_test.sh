@@ -184,8 +184,8 @@ fi
 grep -E '^\[[0-9]+s\] \[[0-9]/[0-9]\] STEP' "$work/build.log" | cut -c1-110
 log "image built: $("${podman[@]}" image inspect --format '{{.Size}}' "$image") bytes"
 
-# 1. One container, as the README runs it. The image's health check runs
-# below by hand (no systemd timer).
+# 1. One container, as docs/operations.md runs it. The image's health
+# check runs below by hand (no systemd timer).
 "${podman[@]}" run -d --init --name memplan --health-interval=disable \
   -p 127.0.0.1::50051 -p 127.0.0.1::9090 "$image" --shutdown_grace=30s \
   > /dev/null
@@ -217,9 +217,9 @@ grep -q '^memplan_requests_total{.*method="PlanMemory"' <<< "$metrics" ||
   fail "the metrics on $metrics_address count no PlanMemory call: $metrics"
 log "metrics on $metrics_address count the calls"
 
-# 3. SIGTERM drains: an optimal search of several seconds (its budget's
-# step count: about 3.5 s on the project's machine, at most 10 s by the
-# clock) is in flight when `podman stop` sends SIGTERM.
+# 3. SIGTERM drains: an optimal search of several seconds (its work
+# budget ends it; the 10 s time budget bounds it by the clock) is in
+# flight when `podman stop` sends SIGTERM.
 (
   rc=0
   "$cli" plan --server="$address" --strategy=optimal --pool_mode=combined \

@@ -2,6 +2,7 @@
 // PlanMemory call goes through.
 #include "proto/convert.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -72,7 +73,7 @@ TEST(RequestToProblemTest, DefaultsAlignmentPoolModeCapacityAndPins) {
   EXPECT_EQ(problem->capacity, 0);  // no limit
   for (const Buffer& buffer : problem->buffers) {
     EXPECT_EQ(buffer.alignment, 0) << buffer;     // the problem's
-    EXPECT_EQ(buffer.fixed_offset, -1) << buffer;  // free
+    EXPECT_EQ(buffer.fixed_offset, std::nullopt) << buffer;  // free
   }
 }
 
@@ -96,7 +97,7 @@ TEST(RequestToProblemTest, FixedOffsetZeroPins) {
   const absl::StatusOr<Problem> problem = RequestToProblem(request);
   ASSERT_TRUE(problem.ok()) << problem.status();
   EXPECT_EQ(problem->buffers[2].fixed_offset, 0);
-  EXPECT_EQ(problem->buffers[1].fixed_offset, -1);
+  EXPECT_EQ(problem->buffers[1].fixed_offset, std::nullopt);
 }
 
 TEST(RequestToProblemTest, MapsEveryPoolMode) {

@@ -3,6 +3,7 @@
 #include "proto/graph_hash.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,7 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
             expected);
   // A free buffer encodes fixed_offset -1; its own alignment, when larger,
   // replaces the problem's.
-  problem.buffers[0].fixed_offset = -1;
+  problem.buffers[0].fixed_offset = std::nullopt;
   problem.buffers[0].alignment = 1024;
   const std::string free_input =
       GraphHashInput(problem, "optimal", absl::Milliseconds(2500));

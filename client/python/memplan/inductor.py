@@ -706,7 +706,7 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       caller closes it; uninstall() closes only one install made).
     training: also plan training graphs (forward and backward), which
       torch 2.11 gives only its reuse pass (PythonWrapperCodegen.
-      run_wrapper_ir_passes); off by default (README, "Training graphs").
+      run_wrapper_ir_passes); off by default (docs/gpu.md, "Training graphs").
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's

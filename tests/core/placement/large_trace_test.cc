@@ -16,8 +16,9 @@
 namespace memplan {
 namespace {
 
-// Search work units for the test: about 0.5 s of search on this project's
-// machine (kSearchChecksPerSecond).
+// Search work units for the test (PlanContext::work_left): what half a
+// second of time budget buys at kSearchChecksPerSecond
+// (core/placement/placement_planners.cc), spent alike on every machine.
 constexpr int64_t kWork = 750;
 
 // Plans `problem` with strategy optimal and `work` search work units.

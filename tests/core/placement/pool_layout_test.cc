@@ -11,6 +11,7 @@
 #include "core/placement/pool_layout.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,7 +92,7 @@ TEST(BuildLayoutsTest, CombinedIsOneGrowingRegionPerDevice) {
   EXPECT_THAT(cuda1.buffers, ElementsAre(1));
   ASSERT_EQ(cuda0.regions.size(), 1u);
   EXPECT_EQ(cuda0.regions[0].base, 0);
-  EXPECT_EQ(cuda0.regions[0].size, -1);
+  EXPECT_EQ(cuda0.regions[0].size, std::nullopt);
   ASSERT_EQ(cuda0.placement.items.size(), 2u);  // no barrier
   for (const PlacementItem& item : cuda0.placement.items) {
     EXPECT_FALSE(item.pinned());
@@ -143,7 +144,7 @@ TEST(BuildLayoutsTest, IntermediatesGiveEachOutputAFixedRegion) {
   EXPECT_EQ(layout.regions[0].base, 0);
   EXPECT_EQ(layout.regions[0].size, 100);  // exactly the output's
   const Bytes top = layout.regions[1].base;
-  EXPECT_EQ(layout.regions[1].size, -1);
+  EXPECT_EQ(layout.regions[1].size, std::nullopt);
   EXPECT_GT(top, 100);
   EXPECT_EQ(top % 256, 0);  // keeps the largest alignment within the pool
   EXPECT_EQ(layout.placement.items[0].fixed_offset, 0);  // the output
@@ -213,7 +214,7 @@ TEST(OutputsStageTwoTest, PinsTheOutputsWhereStageOnePutThem) {
   ASSERT_EQ(stage_one->size(), 1u);
   EXPECT_THAT((*stage_one)[0].buffers, ElementsAre(0, 1));  // outputs only
   ASSERT_EQ((*stage_one)[0].regions.size(), 1u);
-  EXPECT_EQ((*stage_one)[0].regions[0].size, -1);
+  EXPECT_EQ((*stage_one)[0].regions[0].size, std::nullopt);
   const Placement outputs = PlaceAt((*stage_one)[0], {0, 128});
   ASSERT_EQ(outputs.height, 178);
 
