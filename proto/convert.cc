@@ -101,6 +101,9 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
         }
         line.output_index = event.output_index();
         break;
+      case v1::EVENT_KIND_PLANNING_NO_OP:
+        line.kind = WrapperLineKind::kPlanningNoOp;
+        break;
       case v1::EVENT_KIND_FREE_INPUT:
         line.kind = WrapperLineKind::kFreeInput;
         if (!event.has_size_bytes()) {

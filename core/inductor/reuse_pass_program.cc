@@ -15,12 +15,6 @@ namespace memplan {
 namespace reuse_internal {
 namespace {
 
-bool IsMemoryPlanningLine(const WrapperLine& line) {
-  return line.kind == WrapperLineKind::kAllocate ||
-         line.kind == WrapperLineKind::kFreeIfNotReused ||
-         line.kind == WrapperLineKind::kReuse;
-}
-
 // Fills allocate_step and last_step from the steps.
 void IndexGroups(size_t num_groups, Program& program) {
   program.allocate_step.assign(num_groups, 0);
@@ -115,7 +109,8 @@ absl::StatusOr<Program> ProgramFromLines(const Problem& problem,
         }
         break;
       case WrapperLineKind::kReuse:
-        continue;  // ReuseLine.plan leaves the planning state alone
+      case WrapperLineKind::kPlanningNoOp:
+        continue;  // their plan() leaves the planning state alone
       case WrapperLineKind::kOther:
       case WrapperLineKind::kExternAllocate:
       case WrapperLineKind::kMultiOutput:

@@ -14,9 +14,9 @@
 namespace memplan {
 namespace {
 
-// Whether the line is one of Inductor's MemoryPlanningLines (a NullLine
-// that replaced one included): consecutive ones form one timestep.
-bool IsMemoryPlanningLine(const WrapperLine& line) {
+// Whether the line names a buffer it plans: ALLOCATE, FREE_IF_NOT_REUSED,
+// REUSE.
+bool PlansABuffer(const WrapperLine& line) {
   return line.kind == WrapperLineKind::kAllocate ||
          line.kind == WrapperLineKind::kFreeIfNotReused ||
          line.kind == WrapperLineKind::kReuse;
@@ -30,6 +30,10 @@ absl::Status LineError(absl::string_view label, size_t index,
 
 }  // namespace
 
+bool IsMemoryPlanningLine(const WrapperLine& line) {
+  return PlansABuffer(line) || line.kind == WrapperLineKind::kPlanningNoOp;
+}
+
 absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
                                             absl::string_view label) {
   const std::vector<WrapperLine>& lines = program.lines;
@@ -38,7 +42,7 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
       program.removed_buffers.begin(), program.removed_buffers.end());
   std::vector<bool> dropped(lines.size(), false);
   for (size_t i = 0; i < lines.size(); ++i) {
-    dropped[i] = IsMemoryPlanningLine(lines[i]) &&
+    dropped[i] = PlansABuffer(lines[i]) &&
                  removed.contains(lines[i].name);
   }
 
@@ -47,7 +51,7 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
   absl::flat_hash_map<std::string, int32_t> group_of_name;
   for (size_t i = 0; i < lines.size(); ++i) {
     const WrapperLine& line = lines[i];
-    if (IsMemoryPlanningLine(line) && line.name.empty()) {
+    if (PlansABuffer(line) && line.name.empty()) {
       return LineError(label, i, "name", "is empty");
     }
     if (dropped[i]) continue;
@@ -107,7 +111,10 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
     if (!IsMemoryPlanningLine(line)) continue;
     if (i == 0 || !IsMemoryPlanningLine(lines[i - 1])) ++timestep;
     result.timestep_of_line[i] = timestep;
-    if (dropped[i] || line.kind == WrapperLineKind::kReuse) continue;
+    if (dropped[i] || !PlansABuffer(line) ||
+        line.kind == WrapperLineKind::kReuse) {
+      continue;
+    }
     const auto group = group_of_name.find(line.name);
     if (group == group_of_name.end()) continue;  // not a pool line
     const int32_t g = group->second;

@@ -48,6 +48,10 @@ enum class WrapperLineKind {
   kExternAllocate,   // ExternKernelAllocLine: the kernel allocates `name`
   kMultiOutput,      // MultiOutputLine: `reused_as` = `name`[output_index]
   kFreeInput,        // FreeLine: graph input `name` is let go
+  // Any other MemoryPlanningLine (ReinterpretLine: a view of another
+  // buffer's storage under a new name; NullLine): it allocates and frees
+  // nothing, but counts in its run of memory-planning lines.
+  kPlanningNoOp,
 };
 
 // What allocating a buffer says of it (as the fields of core Buffer).
@@ -105,6 +109,12 @@ struct WrapperProgram {
   // the lines instead (core/inductor/reuse_planner.h).
   std::vector<Bytes> scheduler_node_bytes;
 };
+
+// Returns whether `line` is one of Inductor's MemoryPlanningLines
+// (ALLOCATE, FREE_IF_NOT_REUSED, REUSE, PLANNING_NO_OP): a run of them is
+// one timestep, and Inductor's reuse pass pops them from the end of the
+// lines unless they name an output.
+bool IsMemoryPlanningLine(const WrapperLine& line);
 
 // The buffer groups of a WrapperProgram and which lines touch them.
 struct PoolLines {

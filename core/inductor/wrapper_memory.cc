@@ -16,12 +16,6 @@
 namespace memplan {
 namespace {
 
-bool IsMemoryPlanningLine(const WrapperLine& line) {
-  return line.kind == WrapperLineKind::kAllocate ||
-         line.kind == WrapperLineKind::kFreeIfNotReused ||
-         line.kind == WrapperLineKind::kReuse;
-}
-
 // The devices of a timeline: the groups' first, then the others lines
 // name, each with its DeviceMemory in a list.
 class Devices {

@@ -338,12 +338,15 @@ class LineKindTest(unittest.TestCase):
             hook.events_from_lines(lines[:4], {}, ()),
             [pb.Event(kind=pb.EVENT_KIND_OTHER)] * 4)
 
-    def test_other_memory_planning_lines_have_no_event(self):
-        self.assertIsNone(hook.line_kind(NullLine()))
+    def test_other_memory_planning_lines_plan_nothing(self):
+        # ReinterpretLine, NullLine: no buffer of their own, but they count
+        # in their run of memory-planning lines (unlike a kernel call).
+        self.assertEqual(hook.line_kind(NullLine()),
+                         pb.EVENT_KIND_PLANNING_NO_OP)
         lines, groups = example_graph()
-        allocations = allocations_of(groups)
-        self.assertIsNone(hook.events_from_lines(
-            lines[:3] + [NullLine()], allocations, {"buf9"}))
+        events = hook.events_from_lines(lines[:3] + [NullLine()],
+                                        allocations_of(groups), {"buf9"})
+        self.assertEqual(events[3], pb.Event(kind=pb.EVENT_KIND_PLANNING_NO_OP))
 
 
 def allocations_of(groups):
@@ -545,16 +548,22 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual([(a.pool, a.offset) for a in again.assignments],
                          [(a.pool, a.offset) for a in response.assignments])
 
-    def test_buffers_are_sent_when_a_line_has_no_event(self):
+    def test_a_line_that_plans_nothing_keeps_the_events(self):
+        # A NullLine inside the first run: the same groups, timesteps and
+        # plan as without it, sent as events.
         lines, groups = example_graph()
         mp = fake_memory_planning(groups)
         hook._install_on(mp, self.client, "inductor", "combined", "events")
         mp.MemoryPlanner().plan(lines[:3] + [NullLine()] + lines[3:])
         record = hook.stats()["graphs"][0]
         self.assertEqual(record["source"], "service")
-        self.assertEqual(record["input"], "buffers")
+        self.assertEqual(record["input"], "events")
         self.assertEqual(record["pool_mode"], "combined")
         self.assertEqual(len(record["pools"]), 1)  # one pool per device
+        as_buffers = self.client.plan(record["buffers_request"])
+        self.assertEqual(
+            [(a.pool, a.offset) for a in record["response"].assignments],
+            [(a.pool, a.offset) for a in as_buffers.assignments])
 
     def test_unreachable_service_falls_back_to_inductor_with_a_warning(self):
         lines, groups = example_graph()

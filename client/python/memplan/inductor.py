@@ -21,11 +21,12 @@ pools and offsets it writes are the service's:
   1. Each buffer group gets Inductor's own Allocation (group.make_allocation:
      size hint and symbolic size in bytes).
   2. The hook sends the wrapper's lines as `events` (ALLOCATE, FREE_IF_NOT_
-     REUSED, REUSE, OTHER, ENTER_/EXIT_SUBGRAPH, with V.graph's output names
-     and removed buffers), so the service derives the groups and live ranges
-     itself; where a line has no event kind (a memory-planning line other than
-     those, e.g. ReinterpretLine), or with send="buffers", it sends Inductor's
-     groups as `buffers` with their live ranges instead.
+     REUSED, REUSE, PLANNING_NO_OP, OTHER, ENTER_/EXIT_SUBGRAPH, and the
+     memory outside the plan: EXTERN_ALLOCATE, MULTI_OUTPUT, FREE_INPUT; with
+     V.graph's output names and removed buffers), so the service derives the
+     groups and live ranges itself and predicts the whole graph's peak; with
+     send="buffers", it sends Inductor's groups as `buffers` with their live
+     ranges instead.
   3. From the response it builds Inductor's AllocationPool objects, one per
      service pool, named as the service named them (pool0, ...), sized by
      the service, each Allocation finalized at the service's offset; Inductor's
@@ -98,25 +99,26 @@ _UNPLANNED_KINDS = (pb.EVENT_KIND_EXTERN_ALLOCATE, pb.EVENT_KIND_MULTI_OUTPUT,
 
 
 def line_kind(line):
-    """Returns the pb.EventKind of one wrapper line, or None for a
-    MemoryPlanningLine that is none of Allocate/FreeIfNotReused/Reuse (e.g.
-    NullLine, ReinterpretLine): Inductor counts those in a timestep's run of
-    memory-planning lines, which no event kind expresses. An extern
-    kernel's allocation, a multi-output binding and a graph input's free
-    are EXTERN_ALLOCATE, MULTI_OUTPUT and FREE_INPUT. Any other line (a
-    kernel call, a plain string) is EVENT_KIND_OTHER: it separates runs."""
+    """Returns the pb.EventKind of one wrapper line: ALLOCATE,
+    FREE_IF_NOT_REUSED and REUSE for Inductor's lines of those names;
+    PLANNING_NO_OP for any other MemoryPlanningLine (ReinterpretLine,
+    NullLine), which plans nothing but counts in its timestep's run of
+    memory-planning lines; EXTERN_ALLOCATE, MULTI_OUTPUT and FREE_INPUT for
+    an extern kernel's allocation, a multi-output binding and a graph
+    input's free; OTHER for any other line (a kernel call, a plain string),
+    which separates runs."""
     class_names = {cls.__name__ for cls in type(line).__mro__}
     for class_name, kind in _LINE_KINDS:
         if class_name in class_names:
             return kind
     if "MemoryPlanningLine" in class_names:
-        return None
+        return pb.EVENT_KIND_PLANNING_NO_OP
     return pb.EVENT_KIND_OTHER
 
 
 def events_from_lines(lines, allocations, removed_buffers=(), unplanned=None):
     """Returns one pb.Event per wrapper line, in order (events[i] is
-    lines[i]), or None when a line has no event kind (see line_kind).
+    lines[i]; kinds as line_kind).
 
     allocations: buffer name -> Inductor Allocation of the group it allocates
     (size_hint bytes, symbolic_size, device, node.get_dtype(),
@@ -135,8 +137,6 @@ def events_from_lines(lines, allocations, removed_buffers=(), unplanned=None):
     events = []
     for line in lines:
         kind = line_kind(line)
-        if kind is None:
-            return None
         if kind in _UNPLANNED_KINDS:
             events.append(_unplanned_event(kind, line, unplanned))
             continue
@@ -882,10 +882,8 @@ def _allocate_from_service(state, planner):
     request, allocate_lines = buffers_request, None
     lines = getattr(planner, "_memplan_lines", None)
     if state.send == "events" and lines is not None:
-        events_request, allocate_lines = _events_request(
+        request, allocate_lines = _events_request(
             mp, lines, groups, options, _graph_memory(mp, lines))
-        if events_request is not None:
-            request = events_request
     response = state.client.plan(request)
 
     placement = read_placement(
@@ -973,16 +971,11 @@ def _graph_phase(mp):
 
 
 def _events_request(mp, lines, groups, options, memory=None):
-    """The graph as events, and each group's ALLOCATE line; (None, None) when
-    a line has no event kind. `memory`: the GraphMemory that describes the
-    lines outside the plan, or None."""
+    """The graph as events, and each group's ALLOCATE line. `memory`: the
+    GraphMemory that describes the lines outside the plan, or None."""
     removed = set(mp.V.graph.removed_buffers)
     allocations = {group.names[0]: group.allocation for group in groups}
     events = events_from_lines(lines, allocations, removed, memory)
-    if events is None:
-        log.info("memplan: a wrapper line has no event kind; sending buffer "
-                 "groups")
-        return None, None
     line_of = {event.name: i for i, event in enumerate(events)
                if event.kind == pb.EVENT_KIND_ALLOCATE}
     named = {event.name for event in events if event.name}

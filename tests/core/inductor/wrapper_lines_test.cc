@@ -83,6 +83,29 @@ TEST(GroupWrapperLinesTest, ReuseOfStorageNoGroupHoldsIsIgnored) {
   EXPECT_THAT(lines.group_of_line, ElementsAre(-1, -1, 0, -1, -1, 0));
 }
 
+// A ReinterpretLine or NullLine plans nothing but counts in its run of
+// memory-planning lines: alone between kernels it is a timestep of its own;
+// extern allocations, multi-output bindings and input frees are kernels'
+// lines and separate runs.
+TEST(GroupWrapperLinesTest, LinesThatPlanNothingCountInTheirRun) {
+  WrapperProgram program;
+  program.lines = {Allocate("a", 64),
+                   Line(WrapperLineKind::kPlanningNoOp),   // t1, with a
+                   Kernel(),
+                   Line(WrapperLineKind::kPlanningNoOp),   // t2, alone
+                   Line(WrapperLineKind::kExternAllocate),
+                   Free("a"),                              // t3
+                   Line(WrapperLineKind::kFreeInput),
+                   Kernel()};
+  program.lines[4].name = "conv";
+  absl::StatusOr<PoolLines> lines = GroupWrapperLines(program);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  EXPECT_THAT(lines->timestep_of_line, ElementsAre(1, 1, 0, 2, 0, 3, 0, 0));
+  EXPECT_THAT(lines->group_of_line, ElementsAre(0, -1, -1, -1, -1, 0, -1, -1));
+  ASSERT_EQ(lines->buffers.size(), 1u);
+  EXPECT_EQ(lines->buffers[0].live_range, (LiveRange{1, 3}));
+}
+
 TEST(GroupWrapperLinesTest, SubgraphLinesSeparateTimesteps) {
   WrapperProgram program;
   program.lines = {Allocate("buf0", 64),
