@@ -37,14 +37,20 @@ std::shared_ptr<const Planner> MakeAuto(
 }  // namespace
 
 const std::vector<const Planner*>& AllPlanners() {
-  static const auto* const kPlanners = [] {
-    // Owned for the program's life.
+  // The strategies and their members, owned for the program's life (one
+  // reachable object, so leak checkers see every planner as in use).
+  struct Registry {
+    std::vector<std::shared_ptr<const Planner>> strategies;
+    std::vector<const Planner*> planners;
+  };
+  static const Registry* const kRegistry = [] {
     auto inductor = std::make_shared<InductorPlanner>();
     // auto's grouping for the other pool modes, and without the whole
     // graph: the smallest pools.
     auto smallest = std::make_shared<FallbackPlanner>(MakeAuto(inductor),
                                                       inductor, "auto");
-    auto* strategies = new std::vector<std::shared_ptr<const Planner>>{
+    auto* registry = new Registry;
+    registry->strategies = {
         inductor,
         std::make_shared<FallbackPlanner>(std::make_shared<BestFitPlanner>(),
                                           inductor),
@@ -59,11 +65,12 @@ const std::vector<const Planner*>& AllPlanners() {
         std::make_shared<FallbackPlanner>(
             std::make_shared<PartitionPlanner>(), smallest, "partition"),
     };
-    auto* planners = new std::vector<const Planner*>;
-    for (const auto& strategy : *strategies) planners->push_back(strategy.get());
-    return planners;
+    for (const auto& strategy : registry->strategies) {
+      registry->planners.push_back(strategy.get());
+    }
+    return registry;
   }();
-  return *kPlanners;
+  return kRegistry->planners;
 }
 
 const Planner* FindPlanner(absl::string_view name) {
