@@ -38,7 +38,7 @@ build_packages=(
 # sympy for the Python client's tests (sympy only for memplan.inductor's
 # symbolic parsing).
 test_packages=(
-  libgtest-dev libgmock-dev libpng-dev
+  libgtest-dev libgmock-dev libpng-dev zlib1g-dev
   clang libclang-rt-14-dev llvm
   redis-server openssl chromium
   podman runc debootstrap

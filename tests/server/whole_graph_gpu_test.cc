@@ -1,0 +1,314 @@
+// The service's whole-graph numbers against what a GPU measured.
+//
+// testdata/whole_graph/captured_h200.jsonl.gz holds, one JSON object per
+// line, the whole-graph requests that client/python/memplan/inductor.py sent
+// while tests/gpu/suite.py ran real models on an NVIDIA H200 (torch
+// 2.11.0+cu130; testdata/whole_graph/README.md says which runs and what
+// was left out), each beside the peaks the GPU measured for that graph
+// above its entry: `default_measured` (default torch.compile) and
+// `memplan_measured` (per configuration: memplan_intermediates, _combined,
+// _none with strategy optimal, memplan_partition with strategy auto).
+//
+// For every graph this test plans the request as each configuration did,
+// through the service (in process), and checks:
+//   - every plan passes the independent validator (core/validator.h);
+//   - stats.predicted_peak_bytes is within 1% of the configuration's
+//     measured peak, and stats.baseline_peak_bytes within 1% of default's
+//     (issue 20's target), except on the graphs of kKnownGaps, each with
+//     its measured cause and a bound that the error must stay under; a gap
+//     that closes (every error within 1%) fails until it leaves the table;
+//   - the partition plan (strategy auto on a whole graph) predicts no more
+//     than baseline_peak_bytes and no more than the pool-bytes-minimizing
+//     plans of pool modes intermediates and none (whose outputs also keep
+//     pools of their own), at most one allocator block per pool more than
+//     combined's, and its predicted_peak_lower_bound_bytes is at most its
+//     prediction.
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "core/validator.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "proto/convert.h"
+#include "server/server.h"
+
+namespace memplan {
+namespace {
+
+// One graph of one model as the GPU suite captured it.
+struct CapturedGraph {
+  std::string name;  // "MODEL.MODE.INDEX", e.g. "gpt2.training.1"
+  v1::PlanMemoryRequest request;
+  int64_t default_measured = 0;                     // bytes above entry
+  std::map<std::string, int64_t> memplan_measured;  // mode -> bytes
+};
+
+// A graph whose measured peaks the whole-graph model does not reach within
+// 1%, with the cause found on the GPU. `bound` caps the relative error of
+// every quantity on the graph.
+struct KnownGap {
+  const char* graph;
+  double bound;
+  const char* cause;
+};
+
+// Causes, measured on the H200 (docs/gpu.md has the numbers).
+constexpr char kCudnnWorkspace[] =
+    "cuDNN allocates convolution workspaces (and layout copies) inside the "
+    "extern kernel call; the wrapper lines do not show them (resnet18 "
+    "inference: a 9.2 MiB workspace at conv1 in a memory snapshot)";
+constexpr char kConvBackward[] =
+    "convolution backward: workspaces the lines do not show, and saved "
+    "inputs whose storage the graph frees although the hook reports them "
+    "held (resnet18: `del primals_116`, the batch, frees 9.2 MiB)";
+constexpr char kCombinedForwardPool[] =
+    "pool mode combined: the forward graph's saved activations are views of "
+    "one pool, so the backward's `del` of each frees nothing until the "
+    "last; the hook reports each input's own bytes freed";
+constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
+
+constexpr KnownGap kKnownGaps[] = {
+    {"resnet18.inference.0", 0.15, kCudnnWorkspace},
+    {"resnet50.inference.0", 0.03, kCudnnWorkspace},
+    {"mobilenet_v3_large.inference.0", 0.03, kCudnnWorkspace},
+    {"resnet18.training.0", 0.02, kCudnnWorkspace},
+    {"mobilenet_v3_large.training.0", 0.04, kCudnnWorkspace},
+    {"efficientnet_b0.training.0", 0.03, kCudnnWorkspace},
+    {"resnet18.training.1", 1.17, kConvBackward},
+    {"resnet50.training.1", 0.97, kConvBackward},
+    {"densenet121.training.1", 0.85, kConvBackward},
+    {"mobilenet_v3_large.training.1", 0.47, kConvBackward},
+    {"efficientnet_b0.training.1", 0.11, kCombinedForwardPool},
+    {"convnext_tiny.training.1", 0.37, kCombinedForwardPool},
+    {"vit_b_16.training.1", 0.13, kCombinedForwardPool},
+    {"gpt2.training.1", 0.18, kCombinedForwardPool},
+    {"llama.training.1", 0.16, kCombinedForwardPool},
+    {"swin_t.training.1", 0.02, kUndiagnosed},
+    {"bert.training.1", 0.02, kUndiagnosed},
+};
+
+constexpr double kTarget = 0.01;  // issue 20: within 1%
+
+const KnownGap* FindGap(const std::string& graph) {
+  for (const KnownGap& gap : kKnownGaps) {
+    if (graph == gap.graph) return &gap;
+  }
+  return nullptr;
+}
+
+// The strategy and pool mode of each memplan configuration of
+// tests/gpu/suite.py.
+struct Configuration {
+  v1::Strategy strategy;
+  v1::PoolMode pool_mode;
+};
+const std::map<std::string, Configuration>& Configurations() {
+  static const auto* const kConfigurations =
+      new std::map<std::string, Configuration>{
+          {"intermediates",
+           {v1::STRATEGY_OPTIMAL, v1::POOL_MODE_INTERMEDIATES}},
+          {"combined", {v1::STRATEGY_OPTIMAL, v1::POOL_MODE_COMBINED}},
+          {"none", {v1::STRATEGY_OPTIMAL, v1::POOL_MODE_NONE}},
+          {"partition", {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES}},
+      };
+  return *kConfigurations;
+}
+
+// The whole of the gzip file at `path`; empty when it cannot be read.
+std::string ReadGzip(const std::string& path) {
+  std::string text;
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) return text;
+  char chunk[1 << 16];
+  int read;
+  while ((read = gzread(file, chunk, sizeof(chunk))) > 0) {
+    text.append(chunk, static_cast<size_t>(read));
+  }
+  gzclose(file);
+  return text;
+}
+
+int64_t NumberField(const google::protobuf::Struct& object,
+                    const std::string& key) {
+  auto it = object.fields().find(key);
+  return it == object.fields().end()
+             ? 0
+             : static_cast<int64_t>(it->second.number_value());
+}
+
+std::vector<CapturedGraph> ReadCapturedGraphs() {
+  std::vector<CapturedGraph> graphs;
+  const std::string text = ReadGzip(MEMPLAN_WHOLE_GRAPH_CAPTURED);
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.empty()) continue;
+    google::protobuf::Struct record;
+    EXPECT_TRUE(
+        google::protobuf::util::JsonStringToMessage(std::string(line), &record)
+            .ok());
+    const auto& fields = record.fields();
+    CapturedGraph graph;
+    graph.name = absl::StrCat(fields.at("model").string_value(), ".",
+                              fields.at("mode").string_value(), ".",
+                              NumberField(record, "graph"));
+    std::string request_json;
+    EXPECT_TRUE(google::protobuf::util::MessageToJsonString(
+                    fields.at("request").struct_value(), &request_json)
+                    .ok());
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(request_json,
+                                                            &graph.request)
+                    .ok())
+        << graph.name;
+    graph.default_measured = NumberField(record, "default_measured");
+    for (const auto& [mode, value] :
+         fields.at("memplan_measured").struct_value().fields()) {
+      graph.memplan_measured[mode] =
+          static_cast<int64_t>(value.number_value());
+    }
+    graphs.push_back(std::move(graph));
+  }
+  return graphs;
+}
+
+double RelativeError(int64_t predicted, int64_t measured) {
+  return static_cast<double>(predicted - measured) /
+         static_cast<double>(measured);
+}
+
+class WholeGraphGpuTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    graphs_ = new std::vector<CapturedGraph>(ReadCapturedGraphs());
+    Server::Options options;
+    options.listen = "";
+    server_ = new Server(options);
+    ASSERT_TRUE(server_->Start().ok());
+    client_ = new MemplanClient(server_->InProcessChannel());
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    delete server_;
+    delete graphs_;
+  }
+
+  // The service's plan of `graph` in `configuration`, validated.
+  static v1::PlanMemoryResponse PlanAs(const CapturedGraph& graph,
+                                       const std::string& configuration) {
+    v1::PlanMemoryRequest request = graph.request;
+    const Configuration& how = Configurations().at(configuration);
+    request.mutable_options()->set_strategy(how.strategy);
+    request.mutable_options()->set_pool_mode(how.pool_mode);
+    absl::StatusOr<v1::PlanMemoryResponse> response =
+        client_->PlanMemory(request);
+    EXPECT_TRUE(response.ok()) << graph.name << " " << configuration << ": "
+                               << response.status();
+    if (!response.ok()) return {};
+    absl::StatusOr<Problem> problem = RequestToProblem(request);
+    absl::StatusOr<Plan> plan = ResponseToPlan(*response);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (problem.ok() && plan.ok()) {
+      const absl::Status valid = ValidatePlan(*problem, *plan);
+      EXPECT_TRUE(valid.ok())
+          << graph.name << " " << configuration << ": " << valid;
+    }
+    return *response;
+  }
+
+  static std::vector<CapturedGraph>* graphs_;
+  static Server* server_;
+  static MemplanClient* client_;
+};
+
+std::vector<CapturedGraph>* WholeGraphGpuTest::graphs_ = nullptr;
+Server* WholeGraphGpuTest::server_ = nullptr;
+MemplanClient* WholeGraphGpuTest::client_ = nullptr;
+
+TEST_F(WholeGraphGpuTest, TheCapturedGraphsAreThere) {
+  // Inference and training (forward and backward) graphs of vision and
+  // transformer models, dynamic shapes included.
+  ASSERT_GE(graphs_->size(), 30u);
+  for (const KnownGap& gap : kKnownGaps) {
+    EXPECT_TRUE(std::any_of(
+        graphs_->begin(), graphs_->end(),
+        [&](const CapturedGraph& graph) { return graph.name == gap.graph; }))
+        << gap.graph << " is in kKnownGaps but not in the captured graphs";
+  }
+}
+
+TEST_F(WholeGraphGpuTest, PredictedAndBaselinePeaksAreWhatTheGpuMeasured) {
+  for (const CapturedGraph& graph : *graphs_) {
+    const KnownGap* gap = FindGap(graph.name);
+    const double bound = gap == nullptr ? kTarget : gap->bound;
+    double worst = 0;
+    std::string line = absl::StrFormat("%-34s", graph.name);
+    int64_t baseline = 0;
+    for (const auto& [configuration, measured] : graph.memplan_measured) {
+      const v1::PlanMemoryResponse response = PlanAs(graph, configuration);
+      const double error =
+          RelativeError(response.stats().predicted_peak_bytes(), measured);
+      worst = std::max(worst, std::abs(error));
+      EXPECT_LE(std::abs(error), bound)
+          << graph.name << " " << configuration << ": predicted "
+          << response.stats().predicted_peak_bytes() << " B, measured "
+          << measured << " B" << (gap ? absl::StrCat(" (", gap->cause, ")")
+                                      : std::string());
+      absl::StrAppendFormat(&line, " %s %+.2f%%", configuration,
+                            100 * error);
+      baseline = response.stats().baseline_peak_bytes();
+    }
+    const double error = RelativeError(baseline, graph.default_measured);
+    worst = std::max(worst, std::abs(error));
+    EXPECT_LE(std::abs(error), bound)
+        << graph.name << ": baseline " << baseline << " B, default measured "
+        << graph.default_measured << " B"
+        << (gap ? absl::StrCat(" (", gap->cause, ")") : std::string());
+    absl::StrAppendFormat(&line, " baseline %+.2f%%", 100 * error);
+    if (gap != nullptr) {
+      EXPECT_GT(worst, kTarget)
+          << graph.name << " is within " << kTarget
+          << " everywhere now: take it out of kKnownGaps";
+    }
+    std::printf("%s%s\n", line.c_str(), gap ? "  (known gap)" : "");
+  }
+}
+
+TEST_F(WholeGraphGpuTest, PartitionPredictsNoMoreThanBaselineOrTheModes) {
+  for (const CapturedGraph& graph : *graphs_) {
+    const v1::PlanMemoryResponse partition = PlanAs(graph, "partition");
+    const v1::PlanStats& stats = partition.stats();
+    EXPECT_EQ(stats.planner(), "partition") << graph.name;
+    EXPECT_LE(stats.predicted_peak_bytes(), stats.baseline_peak_bytes())
+        << graph.name;
+    EXPECT_LE(stats.predicted_peak_lower_bound_bytes(),
+              stats.predicted_peak_bytes())
+        << graph.name;
+    // The modes that keep outputs in pools of their own, as partition does.
+    for (const char* mode : {"intermediates", "none"}) {
+      EXPECT_LE(stats.predicted_peak_bytes(),
+                PlanAs(graph, mode).stats().predicted_peak_bytes())
+          << graph.name << " against pool mode " << mode;
+    }
+    // Combined packs the outputs with the intermediates, so each of its
+    // pools is rounded up to the allocator block once where partition's
+    // output pools are rounded one by one: at most one block per pool more.
+    const int64_t block = 512;  // PlanOptions.allocator_block_bytes default
+    EXPECT_LE(stats.predicted_peak_bytes(),
+              PlanAs(graph, "combined").stats().predicted_peak_bytes() +
+                  block * partition.pools_size())
+        << graph.name << " against pool mode combined";
+  }
+}
+
+}  // namespace
+}  // namespace memplan
