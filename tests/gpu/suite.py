@@ -4,9 +4,9 @@
         [--models resnet18,gpt2,...] [--modes inference,training] \\
         [--configs default,inductor_pools,...] [--gpus N]
 
-(From a folder that tests/gpu/stage.sh made, on a machine with a GPU, torch,
-torchvision, transformers and grpcio: `bash CARRY/gpu/run_suite.sh --out
-DIR ...`.) One driver process starts memplan-server and runs one worker
+(From a folder that client/python/examples/stage_device.sh made, on a
+machine with a GPU, torch, torchvision, transformers and grpcio:
+`bash CARRY/gpu/run_suite.sh --out DIR ...`.) One driver process starts memplan-server and runs one worker
 process per (model, mode), one at a time per GPU (CUDA_VISIBLE_DEVICES),
 so that each measures alone. A worker compiles its model once per
 configuration:
@@ -36,7 +36,7 @@ Inductor's own pools' (bitwise) and eager's (within tolerance).
 The driver writes DIR/results.json (every worker's record), DIR/table.md
 (the tables) and DIR/captured.jsonl.gz (per graph planned by the service:
 the request the hook sent and the peaks the GPU measured: the test data of
-tests/proto/whole_graph_test.cc).
+tests/server/whole_graph_gpu_test.cc).
 """
 
 import argparse
