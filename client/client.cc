@@ -27,8 +27,8 @@ absl::StatusOr<std::string> ReadFileOf(absl::string_view flag,
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>
-ChannelCredentialsFor(const ChannelOptions& options) {
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentialsFor(
+    const ChannelOptions& options) {
   if (!options.tls_enabled()) {
     if (!options.server_name.empty()) {
       return absl::InvalidArgumentError(
@@ -110,7 +110,8 @@ absl::StatusOr<v1::PlanMemoryResponse> MemplanClient::PlanMemory(
   grpc::ClientContext context;
   Prepare(context, timeout);
   v1::PlanMemoryResponse response;
-  const grpc::Status status = planner_->PlanMemory(&context, request, &response);
+  const grpc::Status status =
+      planner_->PlanMemory(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }

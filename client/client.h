@@ -42,8 +42,7 @@ struct ChannelOptions {
   bool health_checked = false;
 
   bool tls_enabled() const {
-    return tls || !ca_file.empty() || !cert_file.empty() ||
-           !key_file.empty();
+    return tls || !ca_file.empty() || !cert_file.empty() || !key_file.empty();
   }
 };
 
@@ -51,8 +50,8 @@ struct ChannelOptions {
 // or SslCredentials with the files' contents. Returns INVALID_ARGUMENT when
 // only one of cert_file and key_file is set or server_name is set without
 // TLS, NOT_FOUND naming a file that cannot be read.
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>
-ChannelCredentialsFor(const ChannelOptions& options);
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentialsFor(
+    const ChannelOptions& options);
 
 // Returns the channel arguments of CreateChannel: responses of any size;
 // with options.server_name, GRPC_SSL_TARGET_NAME_OVERRIDE_ARG; with
@@ -92,8 +91,7 @@ class MemplanClient {
   // call's status unchanged: NOT_FOUND when the server has no plan for it,
   // INVALID_ARGUMENT when it is not 32 hex characters, ...
   absl::StatusOr<v1::PlanMemoryResponse> GetPlan(
-      absl::string_view graph_hash,
-      absl::Duration timeout = absl::Seconds(30));
+      absl::string_view graph_hash, absl::Duration timeout = absl::Seconds(30));
 
   // Calls grpc.health.v1.Health/Check for `service` ("" means the whole
   // server; "memplan.v1.MemoryPlanner" the planner) and returns its serving

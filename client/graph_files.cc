@@ -29,12 +29,12 @@ std::string BufferLabel(const v1::CorpusBuffer& buffer, int i) {
 absl::StatusOr<v1::PoolMode> PoolModeFromName(absl::string_view name) {
   v1::PoolMode mode = v1::POOL_MODE_UNSPECIFIED;
   if (name.empty()) return mode;
-  if (!v1::PoolMode_Parse(absl::StrCat("POOL_MODE_", absl::AsciiStrToUpper(name)),
-                          &mode) ||
+  if (!v1::PoolMode_Parse(
+          absl::StrCat("POOL_MODE_", absl::AsciiStrToUpper(name)), &mode) ||
       mode == v1::POOL_MODE_UNSPECIFIED) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "source.memory_pool: unknown value \"", name,
-        "\" (expected none, intermediates, outputs or combined)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("source.memory_pool: unknown value \"", name,
+                     "\" (expected none, intermediates, outputs or combined)"));
   }
   return mode;
 }
@@ -70,9 +70,9 @@ absl::Status ReadExpectedPlan(const v1::CorpusFile& file, CorpusGraph& graph) {
           "expected_inductor_plan.assignments[", i, "]: pool \"",
           assignment.pool(), "\" is not in expected_inductor_plan.pools"));
     }
-    plan.assignments.push_back(Assignment{
-        it->second,
-        assignment.has_offset() ? assignment.offset() : kUnknownOffset});
+    plan.assignments.push_back(Assignment{it->second, assignment.has_offset()
+                                                          ? assignment.offset()
+                                                          : kUnknownOffset});
   }
   return absl::OkStatus();
 }
@@ -97,10 +97,9 @@ absl::StatusOr<CorpusGraph> ParseCorpusJson(absl::string_view json) {
   const auto parsed = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), &file, options);
   if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a corpus JSON file: ",
-                     std::string(parsed.message().data(),
-                                 parsed.message().size())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a corpus JSON file: ",
+        std::string(parsed.message().data(), parsed.message().size())));
   }
 
   CorpusGraph graph;
@@ -163,7 +162,7 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv) {
   constexpr const char* kColumnNames[kColumns] = {
       "id", "lower", "upper", "size", "alignment", "offset"};
   int index[kColumns] = {-1, -1, -1, -1, -1, -1};  // positions in a row
-  int needed_cells = 0;  // 1 + the largest of `index`
+  int needed_cells = 0;                            // 1 + the largest of `index`
   bool have_header = false;
 
   v1::PlanMemoryRequest request;
@@ -173,7 +172,8 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv) {
     if (absl::EndsWith(line, "\r")) line.remove_suffix(1);
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
-    for (absl::string_view& cell : cells) cell = absl::StripAsciiWhitespace(cell);
+    for (absl::string_view& cell : cells)
+      cell = absl::StripAsciiWhitespace(cell);
 
     if (!have_header) {
       have_header = true;
@@ -221,9 +221,9 @@ absl::StatusOr<v1::PlanMemoryRequest> RequestFromCsv(absl::string_view csv) {
           "line ", line_number, ": size is negative: ", numbers[kSize]));
     }
     if (numbers[kLower] > numbers[kUpper]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "line ", line_number, ": lower (", numbers[kLower],
-          ") > upper (", numbers[kUpper], ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_number, ": lower (", numbers[kLower],
+                       ") > upper (", numbers[kUpper], ")"));
     }
     const int64_t alignment = numbers[kAlignment];
     if (present[kAlignment] &&

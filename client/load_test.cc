@@ -85,8 +85,8 @@ absl::Status CheckResponse(const Target& target, const std::string& bytes,
   *cache = response.cache();
   if (response.graph_hash() != target.graph_hash) {
     return absl::InternalError(absl::StrCat("graph_hash ",
-                                            response.graph_hash(), ", expected ",
-                                            target.graph_hash));
+                                            response.graph_hash(),
+                                            ", expected ", target.graph_hash));
   }
   if (response.cache() != v1::CACHE_STATUS_MISS &&
       response.cache() != v1::CACHE_STATUS_LOCAL &&
@@ -202,8 +202,8 @@ class LoadTest {
       void* tag = nullptr;
       bool ok = false;
       if (waiting_to_start) {
-        const grpc::CompletionQueue::NextStatus status = queue_.AsyncNext(
-            &tag, &ok, absl::ToChronoTime(next_due()));
+        const grpc::CompletionQueue::NextStatus status =
+            queue_.AsyncNext(&tag, &ok, absl::ToChronoTime(next_due()));
         if (status == grpc::CompletionQueue::SHUTDOWN) return;
         if (status == grpc::CompletionQueue::TIMEOUT) continue;
       } else if (!queue_.Next(&tag, &ok)) {
@@ -240,22 +240,24 @@ class LoadTest {
   }
 
   void Complete(Call& call) {
-    latencies_us_.push_back(absl::ToInt64Microseconds(absl::Now() - call.start));
+    latencies_us_.push_back(
+        absl::ToInt64Microseconds(absl::Now() - call.start));
     absl::Status check = Check(call);
     if (!check.ok()) {
       ++report_.failures;
       ++report_.failures_by_code[check.code()];
       if (report_.first_failure.empty()) {
-        report_.first_failure = absl::StrCat("request ", call.index, ": ",
-                                             check.ToString());
+        report_.first_failure =
+            absl::StrCat("request ", call.index, ": ", check.ToString());
       }
     }
   }
 
   absl::Status Check(Call& call) {
     if (!call.status.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(call.status.error_code()),
-                          call.status.error_message());
+      return absl::Status(
+          static_cast<absl::StatusCode>(call.status.error_code()),
+          call.status.error_message());
     }
     std::string bytes = Flatten(call.response);
     Target* target = nullptr;
@@ -330,12 +332,11 @@ std::string LoadTestReport::ToString() const {
       "client CPU   %.1f us per call\n"
       "cache        miss %d  local %d  redis %d\n%s",
       calls, failures, by_code, absl::ToDoubleSeconds(elapsed),
-      calls_per_second,
-      p50_us, p90_us, p99_us, max_us, client_cpu_us_per_call, cache_miss,
-      cache_local, cache_redis,
-      first_failure.empty() ? ""
-                            : absl::StrCat("first failure: ", first_failure,
-                                           "\n"));
+      calls_per_second, p50_us, p90_us, p99_us, max_us, client_cpu_us_per_call,
+      cache_miss, cache_local, cache_redis,
+      first_failure.empty()
+          ? ""
+          : absl::StrCat("first failure: ", first_failure, "\n"));
 }
 
 std::shared_ptr<grpc::Channel> CreateLoadTestChannel(

@@ -58,7 +58,6 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -67,6 +66,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "client/graph_files.h"
@@ -164,7 +164,8 @@ constexpr char kUsage[] =
     "[--duration=DURATION | --calls=N]\n"
     "                   [--distinct=N] [--warmup_calls=N] [--rate=N] "
     "[option flags] FILE\n"
-    "  memplan frame [option flags] FILE > body.bin   (a gRPC body for h2load)\n"
+    "  memplan frame [option flags] FILE > body.bin   (a gRPC body for "
+    "h2load)\n"
     "\n"
     "TLS: --tls or --tls_ca_file=PEM [--tls_cert_file=PEM --tls_key_file=PEM]\n"
     "[--tls_server_name=NAME]; bearer token: --auth_token=TOKEN or\n"
@@ -227,8 +228,7 @@ ChannelOptions ChannelOptionsFromFlags() {
 // channel), or prints why not and returns nullopt with the exit code in
 // `exit_code`: kExitUsage for flags that do not go together, else
 // kExitFailure.
-std::optional<Connection> ConnectionFromFlags(bool load_test,
-                                              int& exit_code) {
+std::optional<Connection> ConnectionFromFlags(bool load_test, int& exit_code) {
   absl::StatusOr<std::string> token = AuthTokenFromFlags();
   absl::Status status = token.status();
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel;
@@ -240,7 +240,8 @@ std::optional<Connection> ConnectionFromFlags(bool load_test,
     status = channel.status();
   }
   if (!status.ok()) {
-    std::fprintf(stderr, "memplan: %s\n", std::string(status.message()).c_str());
+    std::fprintf(stderr, "memplan: %s\n",
+                 std::string(status.message()).c_str());
     exit_code = status.code() == absl::StatusCode::kInvalidArgument
                     ? kExitUsage
                     : kExitFailure;
@@ -252,19 +253,18 @@ std::optional<Connection> ConnectionFromFlags(bool load_test,
 // Prints "PREFIX: CODE: message" and the status's details, one per line,
 // to stderr.
 void PrintError(const std::string& prefix, const absl::Status& status) {
-  std::fprintf(stderr, "%s: %s\n%s", prefix.c_str(),
-               status.ToString(absl::StatusToStringMode::kWithNoExtraData)
-                   .c_str(),
-               DetailsToString(status).c_str());
+  std::fprintf(
+      stderr, "%s: %s\n%s", prefix.c_str(),
+      status.ToString(absl::StatusToStringMode::kWithNoExtraData).c_str(),
+      DetailsToString(status).c_str());
 }
 
 // Returns the value of generated enum `descriptor` named
 // `prefix` + uppercase(`name`), e.g. "STRATEGY_" + "INDUCTOR", for flag
 // `flag`. Returns INVALID_ARGUMENT listing the accepted names otherwise.
-absl::StatusOr<int> ParseEnumFlag(const google::protobuf::EnumDescriptor& descriptor,
-                                  absl::string_view prefix,
-                                  absl::string_view flag,
-                                  absl::string_view name) {
+absl::StatusOr<int> ParseEnumFlag(
+    const google::protobuf::EnumDescriptor& descriptor,
+    absl::string_view prefix, absl::string_view flag, absl::string_view name) {
   const google::protobuf::EnumValueDescriptor* value =
       descriptor.FindValueByName(
           absl::StrCat(prefix, absl::AsciiStrToUpper(name)));
@@ -275,14 +275,13 @@ absl::StatusOr<int> ParseEnumFlag(const google::protobuf::EnumDescriptor& descri
     accepted.push_back(absl::AsciiStrToLower(
         absl::StripPrefix(descriptor.value(i)->name(), prefix)));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", flag, "=", name, " is not one of ",
-                   absl::StrJoin(accepted, ", ")));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--", flag, "=", name, " is not one of ", absl::StrJoin(accepted, ", ")));
 }
 
 // Command-line overrides of the request's options.
 struct Overrides {
-  v1::Strategy strategy = v1::STRATEGY_UNSPECIFIED;   // unspecified: keep
+  v1::Strategy strategy = v1::STRATEGY_UNSPECIFIED;    // unspecified: keep
   v1::PoolMode pool_mode = v1::POOL_MODE_UNSPECIFIED;  // unspecified: keep
   int64_t alignment = 0;                               // bytes; 0: keep
   int64_t capacity = 0;                                // bytes; 0: keep
@@ -292,14 +291,14 @@ struct Overrides {
 absl::StatusOr<Overrides> OverridesFromFlags() {
   Overrides overrides;
   if (const std::string name = absl::GetFlag(FLAGS_strategy); !name.empty()) {
-    absl::StatusOr<int> value =
-        ParseEnumFlag(*v1::Strategy_descriptor(), "STRATEGY_", "strategy", name);
+    absl::StatusOr<int> value = ParseEnumFlag(*v1::Strategy_descriptor(),
+                                              "STRATEGY_", "strategy", name);
     if (!value.ok()) return value.status();
     overrides.strategy = static_cast<v1::Strategy>(*value);
   }
   if (const std::string name = absl::GetFlag(FLAGS_pool_mode); !name.empty()) {
-    absl::StatusOr<int> value = ParseEnumFlag(
-        *v1::PoolMode_descriptor(), "POOL_MODE_", "pool_mode", name);
+    absl::StatusOr<int> value = ParseEnumFlag(*v1::PoolMode_descriptor(),
+                                              "POOL_MODE_", "pool_mode", name);
     if (!value.ok()) return value.status();
     overrides.pool_mode = static_cast<v1::PoolMode>(*value);
   }
@@ -313,10 +312,9 @@ absl::StatusOr<Overrides> OverridesFromFlags() {
   overrides.time_budget = absl::GetFlag(FLAGS_time_budget);
   if (overrides.time_budget.has_value() &&
       *overrides.time_budget < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--time_budget=",
-                     absl::FormatDuration(*overrides.time_budget),
-                     " must be >= 0"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--time_budget=", absl::FormatDuration(*overrides.time_budget),
+        " must be >= 0"));
   }
   return overrides;
 }
@@ -378,8 +376,9 @@ std::string ToTable(const std::string& file, int buffer_count,
   }
   const std::string ratio =
       stats.lower_bound_bytes() > 0
-          ? absl::StrFormat("%.4f", static_cast<double>(stats.total_pool_bytes()) /
-                                        stats.lower_bound_bytes())
+          ? absl::StrFormat("%.4f",
+                            static_cast<double>(stats.total_pool_bytes()) /
+                                stats.lower_bound_bytes())
           : std::string("n/a");
   absl::StrAppendFormat(
       &table,
@@ -507,16 +506,14 @@ int RunPlan(const std::vector<std::string>& files) {
     if (absl::Status status =
             WriteArtifacts(artifacts, file, *request, *response);
         !status.ok()) {
-      std::fprintf(stderr, "%s: %s\n", file.c_str(),
-                   status.ToString().c_str());
+      std::fprintf(stderr, "%s: %s\n", file.c_str(), status.ToString().c_str());
       exit_code = kExitFailure;
       continue;
     }
     response->clear_trace_json();  // in its file, not on stdout
-    const std::string text = output == "json"
-                                 ? ToJsonLine(*response) + "\n"
-                                 : ToTable(file, request->buffers_size(),
-                                           *response);
+    const std::string text =
+        output == "json" ? ToJsonLine(*response) + "\n"
+                         : ToTable(file, request->buffers_size(), *response);
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
   }
@@ -611,10 +608,9 @@ int RunFrame(const std::vector<std::string>& files) {
   if (!request.has_value()) return exit_code;
   const std::string message = request->SerializeAsString();
   const uint32_t length = static_cast<uint32_t>(message.size());
-  const char prefix[5] = {0, static_cast<char>(length >> 24),
-                          static_cast<char>(length >> 16),
-                          static_cast<char>(length >> 8),
-                          static_cast<char>(length)};
+  const char prefix[5] = {
+      0, static_cast<char>(length >> 24), static_cast<char>(length >> 16),
+      static_cast<char>(length >> 8), static_cast<char>(length)};
   std::fwrite(prefix, 1, sizeof(prefix), stdout);
   std::fwrite(message.data(), 1, message.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : kExitFailure;

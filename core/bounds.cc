@@ -1,9 +1,8 @@
 #include "core/bounds.h"
 
 #include <algorithm>
-#include <utility>
-
 #include <set>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -131,7 +130,8 @@ namespace {
 // than x" in O(log n): a Fenwick tree over the distinct sizes, ascending.
 class LiveBytesBySize {
  public:
-  explicit LiveBytesBySize(std::vector<Bytes> sizes) : sizes_(std::move(sizes)) {
+  explicit LiveBytesBySize(std::vector<Bytes> sizes)
+      : sizes_(std::move(sizes)) {
     std::sort(sizes_.begin(), sizes_.end());
     sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
     tree_.assign(sizes_.size() + 1, 0);
@@ -144,8 +144,8 @@ class LiveBytesBySize {
   }
   // Returns the live bytes of buffers larger than `size`.
   Bytes Above(Bytes size) const {
-    size_t i = std::upper_bound(sizes_.begin(), sizes_.end(), size) -
-               sizes_.begin();
+    size_t i =
+        std::upper_bound(sizes_.begin(), sizes_.end(), size) - sizes_.begin();
     Bytes at_most = 0;
     for (; i > 0; i -= i & (~i + 1)) at_most += tree_[i];
     return total_ - at_most;
@@ -212,8 +212,8 @@ Bytes IntermediatesModeBound(const Problem& problem,
       }
     }
     const Bytes largest_room = rooms.empty() ? 0 : *rooms.rbegin();
-    extra = std::max({extra, live.Above(0) - room_total,
-                      live.Above(largest_room)});
+    extra =
+        std::max({extra, live.Above(0) - room_total, live.Above(largest_room)});
   }
   return output_bytes + extra;
 }

@@ -29,8 +29,7 @@ PlanContext MemberContext(const BestOfPlanner::Member& member,
 
 }  // namespace
 
-BestOfPlanner::BestOfPlanner(std::string name,
-                             PlannerCapabilities capabilities,
+BestOfPlanner::BestOfPlanner(std::string name, PlannerCapabilities capabilities,
                              std::vector<Member> members)
     : name_(std::move(name)),
       capabilities_(capabilities),
@@ -51,8 +50,7 @@ absl::StatusOr<Plan> BestOfPlanner::PlanProblem(
   for (const Member& member : members_) {
     if (!member.planner->CanPlan(problem).ok()) continue;
     if (member.only_to_improve) {
-      const bool above_bound =
-          best >= 0 && TotalPoolBytes(plans[best]) > bound;
+      const bool above_bound = best >= 0 && TotalPoolBytes(plans[best]) > bound;
       const bool incumbent_over_capacity =
           incumbent >= 0 && problem.capacity > 0 &&
           !CapacityStatus(problem, plans[incumbent], false).ok();

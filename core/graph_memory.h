@@ -81,8 +81,8 @@ Bytes PeakAboveEntry(const std::vector<MemoryBlock>& blocks, Bytes block);
 // The whole-graph peaks of one device, in bytes above the graph's entry.
 struct DevicePeaks {
   std::string device;
-  Bytes predicted = 0;    // with the plan's pools
-  Bytes baseline = 0;     // without pools, as default torch.compile
+  Bytes predicted = 0;  // with the plan's pools
+  Bytes baseline = 0;   // without pools, as default torch.compile
   // No plan's predicted peak can be lower: the most bytes at once of the
   // unplanned blocks and the buffers' own sizes (a pool holds at least its
   // live buffers' bytes wherever it is charged).

@@ -72,9 +72,8 @@ void AddRunOverAllDevices(absl::string_view strategy, absl::Time start,
       devices.push_back(pool.device);
     }
   }
-  plan.runs.push_back(PlannerRun{std::string(strategy),
-                                 absl::StrJoin(devices, ","), start,
-                                 absl::Now()});
+  plan.runs.push_back(PlannerRun{
+      std::string(strategy), absl::StrJoin(devices, ","), start, absl::Now()});
 }
 
 }  // namespace memplan

@@ -117,8 +117,8 @@ class Planner {
   // (core/problem.h): one assignment per buffer, offsets in bytes, every
   // offset a multiple of problem.alignment. Returns DEADLINE_EXCEEDED or
   // CANCELLED when `context` says so.
-  virtual absl::StatusOr<Plan> PlanProblem(const Problem& problem,
-                                           const PlanContext& context) const = 0;
+  virtual absl::StatusOr<Plan> PlanProblem(
+      const Problem& problem, const PlanContext& context) const = 0;
 };
 
 // Returns `plan` when it fits problem.capacity or context.return_over_capacity

@@ -10,7 +10,9 @@
 namespace memplan {
 namespace {
 
-bool IsPowerOfTwo(Bytes value) { return value > 0 && (value & (value - 1)) == 0; }
+bool IsPowerOfTwo(Bytes value) {
+  return value > 0 && (value & (value - 1)) == 0;
+}
 
 absl::Status CheckBuffer(const Problem& problem, size_t i,
                          SymbolicSizeChecker& symbolic_sizes) {
@@ -21,8 +23,8 @@ absl::Status CheckBuffer(const Problem& problem, size_t i,
   }
   for (size_t j = 0; j < buffer.names.size(); ++j) {
     if (buffer.names[j].empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          BufferLabel(problem, i), ": names[", j, "] is empty"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(BufferLabel(problem, i), ": names[", j, "] is empty"));
     }
   }
   if (buffer.size < 0 || buffer.size > kMaxBufferBytes) {
@@ -37,21 +39,21 @@ absl::Status CheckBuffer(const Problem& problem, size_t i,
         kMaxTimestep, "], got ", range.begin));
   }
   if (range.end < 0 || range.end > kMaxTimestep) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(BufferLabel(problem, i), ": live_range.end must be in [0, ",
-                     kMaxTimestep, "], got ", range.end));
+    return absl::InvalidArgumentError(absl::StrCat(
+        BufferLabel(problem, i), ": live_range.end must be in [0, ",
+        kMaxTimestep, "], got ", range.end));
   }
   if (range.begin > range.end) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        BufferLabel(problem, i), ": live_range.begin (", range.begin,
-        ") > live_range.end (", range.end, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(BufferLabel(problem, i), ": live_range.begin (",
+                     range.begin, ") > live_range.end (", range.end, ")"));
   }
   if (buffer.alignment != 0 &&
       (!IsPowerOfTwo(buffer.alignment) || buffer.alignment > kMaxAlignment)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        BufferLabel(problem, i),
-        ": alignment must be 0 or a power of two in [1, ", kMaxAlignment,
-        "], got ", buffer.alignment));
+    return absl::InvalidArgumentError(
+        absl::StrCat(BufferLabel(problem, i),
+                     ": alignment must be 0 or a power of two in [1, ",
+                     kMaxAlignment, "], got ", buffer.alignment));
   }
   if (absl::Status symbolic =
           symbolic_sizes.Check(buffer.symbolic_size, buffer.size);
@@ -62,15 +64,15 @@ absl::Status CheckBuffer(const Problem& problem, size_t i,
   if (!buffer.fixed_offset) return absl::OkStatus();
   const Bytes fixed_offset = *buffer.fixed_offset;
   if (fixed_offset < 0 || fixed_offset > kMaxBufferBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        BufferLabel(problem, i), ": fixed_offset must be in [0, ",
-        kMaxBufferBytes, "], got ", fixed_offset));
+    return absl::InvalidArgumentError(
+        absl::StrCat(BufferLabel(problem, i), ": fixed_offset must be in [0, ",
+                     kMaxBufferBytes, "], got ", fixed_offset));
   }
   if (fixed_offset % problem.AlignmentOf(i) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        BufferLabel(problem, i), ": fixed_offset ", fixed_offset,
-        " is not a multiple of the buffer's alignment ",
-        problem.AlignmentOf(i)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(BufferLabel(problem, i), ": fixed_offset ", fixed_offset,
+                     " is not a multiple of the buffer's alignment ",
+                     problem.AlignmentOf(i)));
   }
   return absl::OkStatus();
 }
@@ -109,9 +111,9 @@ absl::Status ValidateProblem(const Problem& problem) {
                      kMaxAlignment, "], got ", problem.alignment));
   }
   if (problem.capacity < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.capacity_bytes must be >= 0 (0: no limit), got ",
-        problem.capacity));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.capacity_bytes must be >= 0 (0: no limit), got ",
+                     problem.capacity));
   }
   if (!IsPowerOfTwo(problem.allocator_block) ||
       problem.allocator_block > kMaxAlignment) {
@@ -132,9 +134,9 @@ absl::Status ValidateProblem(const Problem& problem) {
     for (const std::string& name : problem.buffers[i].names) {
       const auto [it, inserted] = owner.emplace(absl::string_view(name), i);
       if (!inserted) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(BufferLabel(problem, i), ": name \"", name,
-                         "\" is also a name of ", BufferLabel(problem, it->second)));
+        return absl::InvalidArgumentError(absl::StrCat(
+            BufferLabel(problem, i), ": name \"", name, "\" is also a name of ",
+            BufferLabel(problem, it->second)));
       }
     }
   }

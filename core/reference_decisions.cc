@@ -5,8 +5,8 @@
 namespace memplan {
 
 std::ostream& operator<<(std::ostream& os, const ReuseDecision& decision) {
-  return os << decision.buffer << "@" << decision.allocation_line
-            << " reuses " << decision.reused << "@" << decision.free_line;
+  return os << decision.buffer << "@" << decision.allocation_line << " reuses "
+            << decision.reused << "@" << decision.free_line;
 }
 
 const char* NncPlacementName(NncPlacement placement) {

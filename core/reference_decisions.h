@@ -87,7 +87,7 @@ struct NncDecision {
   // The group's ALLOCATE line, or an external buffer's FREE_IF_NOT_REUSED
   // line; -1 when the lines were derived from plain buffers.
   int64_t line = -1;
-  std::string buffer;     // the group's first name, or the external's name
+  std::string buffer;  // the group's first name, or the external's name
   NncPlacement placement = NncPlacement::kNoFit;
   std::string memory_of;  // kReused: the buffer that allocated the memory
 

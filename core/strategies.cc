@@ -13,9 +13,9 @@ namespace memplan {
 namespace {
 
 // "auto" where the request does not describe the whole graph (or the pool
-// mode is not intermediates): the smallest of Inductor's plan (within half the search time,
-// where it can honour the problem), best fit's (anytime), and the exact
-// search's from best fit's placements (while they are above the mode's
+// mode is not intermediates): the smallest of Inductor's plan (within half the
+// search time, where it can honour the problem), best fit's (anytime), and the
+// exact search's from best fit's placements (while they are above the mode's
 // lower bound); ties go to Inductor's, then best fit's. So never larger
 // than Inductor's plan whenever Inductor's algorithm finishes within the
 // time budget (it is quadratic on some traces of tens of thousands of
@@ -47,8 +47,8 @@ const std::vector<const Planner*>& AllPlanners() {
     auto inductor = std::make_shared<InductorPlanner>();
     // auto's grouping for the other pool modes, and without the whole
     // graph: the smallest pools.
-    auto smallest = std::make_shared<FallbackPlanner>(MakeAuto(inductor),
-                                                      inductor, "auto");
+    auto smallest =
+        std::make_shared<FallbackPlanner>(MakeAuto(inductor), inductor, "auto");
     auto* registry = new Registry;
     registry->strategies = {
         inductor,
@@ -62,8 +62,8 @@ const std::vector<const Planner*>& AllPlanners() {
             smallest, "auto"),
         std::make_shared<ReusePlanner>(),
         std::make_shared<NncPlanner>(),
-        std::make_shared<FallbackPlanner>(
-            std::make_shared<PartitionPlanner>(), smallest, "partition"),
+        std::make_shared<FallbackPlanner>(std::make_shared<PartitionPlanner>(),
+                                          smallest, "partition"),
     };
     for (const auto& strategy : registry->strategies) {
       registry->planners.push_back(strategy.get());

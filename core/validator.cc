@@ -27,8 +27,7 @@ std::string PoolLabel(const Plan& plan, size_t p) {
 std::string Geometry(const Problem& problem, const Plan& plan, size_t i) {
   const LiveRange& range = problem.buffers[i].live_range;
   return absl::StrCat("[", range.begin, ",", range.end, ")@",
-                      plan.assignments[i].offset, "+",
-                      problem.buffers[i].size);
+                      plan.assignments[i].offset, "+", problem.buffers[i].size);
 }
 
 // Checks that assignments and pools are consistent with each other and the
@@ -40,9 +39,9 @@ absl::Status CheckPlacements(const Problem& problem, const Plan& plan) {
         "problem.alignment must be positive, got ", problem.alignment));
   }
   if (plan.assignments.size() != problem.buffers.size()) {
-    return absl::InternalError(absl::StrCat(
-        "plan has ", plan.assignments.size(), " assignments for ",
-        problem.buffers.size(), " buffers"));
+    return absl::InternalError(
+        absl::StrCat("plan has ", plan.assignments.size(), " assignments for ",
+                     problem.buffers.size(), " buffers"));
   }
   absl::flat_hash_map<std::string, size_t> pool_by_name;
   for (size_t p = 0; p < plan.pools.size(); ++p) {
@@ -54,8 +53,8 @@ absl::Status CheckPlacements(const Problem& problem, const Plan& plan) {
                                               pool.name, "\""));
     }
     if (pool.size < 0) {
-      return absl::InternalError(absl::StrCat(
-          PoolLabel(plan, p), ": size ", pool.size, " is negative"));
+      return absl::InternalError(absl::StrCat(PoolLabel(plan, p), ": size ",
+                                              pool.size, " is negative"));
     }
   }
   std::vector<bool> pool_used(plan.pools.size(), false);
@@ -83,16 +82,16 @@ absl::Status CheckPlacements(const Problem& problem, const Plan& plan) {
     }
     const Bytes alignment = std::max(problem.alignment, buffer.alignment);
     if (assignment.offset % alignment != 0) {
-      return absl::InternalError(absl::StrCat(
-          BufferLabel(problem, i), ": offset ", assignment.offset, " in ",
-          PoolLabel(plan, p), " is not a multiple of the alignment ",
-          alignment));
+      return absl::InternalError(
+          absl::StrCat(BufferLabel(problem, i), ": offset ", assignment.offset,
+                       " in ", PoolLabel(plan, p),
+                       " is not a multiple of the alignment ", alignment));
     }
     if (buffer.fixed_offset && assignment.offset != *buffer.fixed_offset) {
-      return absl::InternalError(absl::StrCat(
-          BufferLabel(problem, i), ": offset ", assignment.offset, " in ",
-          PoolLabel(plan, p), " but the buffer is pinned at ",
-          *buffer.fixed_offset));
+      return absl::InternalError(
+          absl::StrCat(BufferLabel(problem, i), ": offset ", assignment.offset,
+                       " in ", PoolLabel(plan, p),
+                       " but the buffer is pinned at ", *buffer.fixed_offset));
     }
     // offset >= 0 and pool.size >= 0, so the subtraction cannot overflow.
     if (buffer.size > pool.size - assignment.offset) {
@@ -221,10 +220,10 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
       if (!buffer.is_output) continue;
       if (pool.output != kNoBuffer) {
         return absl::InternalError(absl::StrCat(
-            BufferLabel(problem, pool.output), " and ",
-            BufferLabel(problem, i), " are both outputs in ",
-            PoolLabel(plan, plan.assignments[i].pool), " (pool mode ",
-            mode_name, " gives every output a pool of its own)"));
+            BufferLabel(problem, pool.output), " and ", BufferLabel(problem, i),
+            " are both outputs in ", PoolLabel(plan, plan.assignments[i].pool),
+            " (pool mode ", mode_name,
+            " gives every output a pool of its own)"));
       }
       pool.output = i;
     }
@@ -245,15 +244,15 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
       if (plan.pools[p].size > bound) {
         return absl::InternalError(absl::StrCat(
             PoolLabel(plan, p), ": size ", plan.pools[p].size, " > ", bound,
-            ": ", mode == PoolMode::kNone ? "its largest buffer " : "its output ",
+            ": ",
+            mode == PoolMode::kNone ? "its largest buffer " : "its output ",
             BufferLabel(problem, bound_by), " of ", bound_size,
             " bytes rounded up to the alignment ", alignment,
-            padded == 0
-                ? std::string()
-                : absl::StrCat(", plus ", alignment, " for each of its ",
-                               padded,
-                               " other buffers whose size is not a multiple "
-                               "of it"),
+            padded == 0 ? std::string()
+                        : absl::StrCat(
+                              ", plus ", alignment, " for each of its ", padded,
+                              " other buffers whose size is not a multiple "
+                              "of it"),
             " (pool mode ", mode_name, ")"));
       }
     }
@@ -306,8 +305,9 @@ absl::Status CheckCapacity(const Problem& problem, const Plan& plan) {
   if (problem.capacity == 0) return absl::OkStatus();
   std::vector<std::pair<std::string, Bytes>> totals;  // by device
   for (const Pool& pool : plan.pools) {
-    auto it = std::find_if(totals.begin(), totals.end(),
-                           [&](const auto& t) { return t.first == pool.device; });
+    auto it = std::find_if(totals.begin(), totals.end(), [&](const auto& t) {
+      return t.first == pool.device;
+    });
     if (it == totals.end()) {
       totals.emplace_back(pool.device, pool.size);
     } else {
@@ -316,9 +316,9 @@ absl::Status CheckCapacity(const Problem& problem, const Plan& plan) {
   }
   for (const auto& [device, total] : totals) {
     if (total > problem.capacity) {
-      return absl::InternalError(absl::StrCat(
-          "the pools of device \"", device, "\" total ", total,
-          " bytes, over the capacity of ", problem.capacity));
+      return absl::InternalError(
+          absl::StrCat("the pools of device \"", device, "\" total ", total,
+                       " bytes, over the capacity of ", problem.capacity));
     }
   }
   return absl::OkStatus();

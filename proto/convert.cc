@@ -127,9 +127,9 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
                              event.output_bytes().end());
     if (event.has_scheduler_node()) {
       if (event.scheduler_node() < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(EventLabel(request, i), ": scheduler_node must be >= 0, got ",
-                         event.scheduler_node()));
+        return absl::InvalidArgumentError(absl::StrCat(
+            EventLabel(request, i), ": scheduler_node must be >= 0, got ",
+            event.scheduler_node()));
       }
       line.scheduler_node = event.scheduler_node();
     }
@@ -142,9 +142,9 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
   for (int i = 0; i < request.scheduler_node_bytes_size(); ++i) {
     const int64_t bytes = request.scheduler_node_bytes(i);
     if (bytes < -kMaxNodeBytes || bytes > kMaxNodeBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "scheduler_node_bytes[", i, "]: must be in [-2^60, 2^60], got ",
-          bytes));
+      return absl::InvalidArgumentError(
+          absl::StrCat("scheduler_node_bytes[", i,
+                       "]: must be in [-2^60, 2^60], got ", bytes));
     }
   }
   program.scheduler_node_bytes.assign(request.scheduler_node_bytes().begin(),
@@ -167,12 +167,12 @@ absl::StatusOr<std::vector<ScheduledNode>> NodesFromRequest(
     for (int j = 0; j < wire.writes_size(); ++j) {
       const v1::NodeWrite& wire_write = wire.writes(j);
       if (!wire_write.has_size_bytes()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "nodes[", i, "].writes[", j, "] (\"", wire_write.name(),
-            "\"): size_bytes is missing"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("nodes[", i, "].writes[", j, "] (\"",
+                         wire_write.name(), "\"): size_bytes is missing"));
       }
-      if (absl::Status status = symbolic_sizes.Check(
-              wire_write.symbolic_size(), wire_write.size_bytes());
+      if (absl::Status status = symbolic_sizes.Check(wire_write.symbolic_size(),
+                                                     wire_write.size_bytes());
           !status.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("nodes[", i, "].writes[", j, "] (\"",
@@ -200,7 +200,8 @@ v1::NncPlacement NncPlacementToProto(NncPlacement placement) {
     case NncPlacement::kOutput:
       return v1::NNC_PLACEMENT_OUTPUT;
   }
-  return v1::NNC_PLACEMENT_UNSPECIFIED;  // unreachable: the switch is exhaustive
+  return v1::NNC_PLACEMENT_UNSPECIFIED;  // unreachable: the switch is
+                                         // exhaustive
 }
 
 // Adds the decision lists of strategies reuse and nnc to `response`; line
@@ -258,9 +259,8 @@ absl::StatusOr<std::string> StrategyName(v1::Strategy strategy) {
     case v1::STRATEGY_PARTITION:
       return std::string("partition");
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("options.strategy: unknown value ",
-                       static_cast<int>(strategy)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.strategy: unknown value ", static_cast<int>(strategy)));
   }
 }
 
@@ -270,14 +270,15 @@ absl::StatusOr<absl::Duration> TimeBudget(const v1::PlanOptions& options) {
   const int32_t nanos = options.time_budget().nanos();
   if (nanos <= -1000000000 || nanos >= 1000000000 ||
       (seconds > 0 && nanos < 0) || (seconds < 0 && nanos > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.time_budget is not a valid Duration: seconds ", seconds,
-        ", nanos ", nanos));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.time_budget is not a valid Duration: seconds ",
+                     seconds, ", nanos ", nanos));
   }
   if (seconds < 0 || nanos < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.time_budget must be >= 0, got ",
-        absl::FormatDuration(absl::Seconds(seconds) + absl::Nanoseconds(nanos))));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.time_budget must be >= 0, got ",
+                     absl::FormatDuration(absl::Seconds(seconds) +
+                                          absl::Nanoseconds(nanos))));
   }
   // Compared in seconds first: Seconds() of a huge count saturates.
   const absl::Duration budget =
@@ -336,9 +337,9 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
   absl::StatusOr<PoolMode> pool_mode = PoolModeFromProto(options.pool_mode());
   if (!pool_mode.ok()) return pool_mode.status();
   if (options.alignment() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.alignment must be >= 0 (bytes; 0 means ", kDefaultAlignment,
-        "), got ", options.alignment()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.alignment must be >= 0 (bytes; 0 means ",
+                     kDefaultAlignment, "), got ", options.alignment()));
   }
   if (absl::StatusOr<absl::Duration> budget = TimeBudget(options);
       !budget.ok()) {
@@ -380,8 +381,8 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
       absl::StatusOr<std::vector<ScheduledNode>> nodes =
           NodesFromRequest(request);
       if (!nodes.ok()) return nodes.status();
-      program = WrapperLinesFromNodes(
-          *nodes, {request.output_names().begin(), request.output_names().end()});
+      program = WrapperLinesFromNodes(*nodes, {request.output_names().begin(),
+                                               request.output_names().end()});
     }
     if (!program.ok()) return program.status();
     absl::StatusOr<PoolLines> pool_lines =
@@ -500,9 +501,9 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
   resolved.time_budget = *budget;
   resolved.events = request.events_size() > 0;
   const bool lines = !resolved.program.lines.empty();
-  resolved.timeline = WholeGraphTimeline(
-      resolved.problem, lines ? &resolved.program : nullptr,
-      lines ? &resolved.lines : nullptr);
+  resolved.timeline =
+      WholeGraphTimeline(resolved.problem, lines ? &resolved.program : nullptr,
+                         lines ? &resolved.lines : nullptr);
   return resolved;
 }
 
@@ -546,8 +547,8 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     const Problem& problem, const Plan& plan, const ResponseInfo& info) {
   if (plan.assignments.size() != problem.buffers.size()) {
     return absl::InternalError(
-        absl::StrCat("plan has ", plan.assignments.size(),
-                     " assignments for ", problem.buffers.size(), " buffers"));
+        absl::StrCat("plan has ", plan.assignments.size(), " assignments for ",
+                     problem.buffers.size(), " buffers"));
   }
   v1::PlanMemoryResponse response;
   response.set_graph_hash(info.graph_hash);
@@ -565,9 +566,9 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     const Assignment& assignment = plan.assignments[i];
     if (assignment.pool < 0 ||
         static_cast<size_t>(assignment.pool) >= plan.pools.size()) {
-      return absl::InternalError(
-          absl::StrCat("plan assigns buffers[", i, "] to pool #",
-                       assignment.pool, " of ", plan.pools.size()));
+      return absl::InternalError(absl::StrCat("plan assigns buffers[", i,
+                                              "] to pool #", assignment.pool,
+                                              " of ", plan.pools.size()));
     }
     v1::Assignment* wire = response.add_assignments();
     wire->set_pool(plan.pools[assignment.pool].name);
@@ -606,8 +607,7 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
   stats->set_total_pool_bytes(TotalPoolBytes(plan));
   stats->set_peak_bytes(PeakPoolBytes(problem, plan));
   stats->set_planner(plan.planner.empty() ? info.planner : plan.planner);
-  stats->set_planning_micros(
-      absl::ToInt64Microseconds(info.planning_time));
+  stats->set_planning_micros(absl::ToInt64Microseconds(info.planning_time));
   stats->set_proven_optimal(plan.proven_optimal);
   stats->set_mode_lower_bound_bytes(bounds.mode);
   stats->set_retained_bytes(RetainedBytes(problem, plan));
@@ -642,8 +642,8 @@ absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response) {
   for (int i = 0; i < response.pools_size(); ++i) {
     const v1::Pool& wire = response.pools(i);
     if (!pool_index.emplace(wire.name(), i).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "pools[", i, "]: name \"", wire.name(), "\" repeats"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("pools[", i, "]: name \"", wire.name(), "\" repeats"));
     }
     plan.pools.push_back(Pool{wire.name(), wire.device(), wire.size_bytes(),
                               wire.symbolic_size()});

@@ -129,8 +129,7 @@ v1::PoolMode PoolModeToProto(PoolMode mode);
 // nonzero, a buffer's alignment when nonzero, fixed_offset when set;
 // time_budget unset). For tests and benchmarks that build core problems.
 v1::PlanMemoryRequest ProblemToRequest(
-    const Problem& problem,
-    v1::Strategy strategy = v1::STRATEGY_UNSPECIFIED);
+    const Problem& problem, v1::Strategy strategy = v1::STRATEGY_UNSPECIFIED);
 
 // What a response says beyond the plan itself.
 struct ResponseInfo {
@@ -164,15 +163,16 @@ struct ResponseInfo {
 // set only with info.lines (a request with events).
 // Returns INTERNAL when `plan` does not fit `problem` (assignment count, a
 // pool index out of range): a planner bug.
-absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
-    const Problem& problem, const Plan& plan, const ResponseInfo& info);
+absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(const Problem& problem,
+                                                      const Plan& plan,
+                                                      const ResponseInfo& info);
 
 // Returns the core plan in `response`: pools in order (symbolic sizes
 // too), each assignment's pool name resolved to its index (symbolic
 // offsets into plan.symbolic_offsets when any is set), planner =
 // stats.planner and
-// proven_optimal = stats.proven_optimal. Returns INVALID_ARGUMENT when a pool name
-// repeats or an assignment names no pool of the response.
+// proven_optimal = stats.proven_optimal. Returns INVALID_ARGUMENT when a pool
+// name repeats or an assignment names no pool of the response.
 absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response);
 
 }  // namespace memplan

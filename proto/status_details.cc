@@ -129,8 +129,8 @@ std::vector<FieldViolation> FieldViolationsFromMessage(
   return {FieldViolation{std::move(field), std::string(rest)}};
 }
 
-absl::Status WithFieldViolations(absl::Status status,
-                                 const std::vector<FieldViolation>& violations) {
+absl::Status WithFieldViolations(
+    absl::Status status, const std::vector<FieldViolation>& violations) {
   google::rpc::BadRequest bad_request;
   for (const FieldViolation& violation : violations) {
     google::rpc::BadRequest::FieldViolation& field =
@@ -155,8 +155,8 @@ absl::Status WithFieldViolationsFromMessage(
   return WithFieldViolations(std::move(status), violations);
 }
 
-absl::Status WithQuotaViolations(absl::Status status,
-                                 const std::vector<QuotaViolation>& violations) {
+absl::Status WithQuotaViolations(
+    absl::Status status, const std::vector<QuotaViolation>& violations) {
   google::rpc::QuotaFailure failure;
   for (const QuotaViolation& violation : violations) {
     google::rpc::QuotaFailure::Violation& wire = *failure.add_violations();

@@ -56,9 +56,9 @@ absl::StatusOr<TokenAuthenticator> TokenAuthenticator::FromFile(
     line = absl::StripAsciiWhitespace(line);
     if (line.empty() || absl::StartsWith(line, "#")) continue;
     if (!IsTokenText(line)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          flag, "=", path, ": line ", line_number,
-          " is not a token (printable ASCII without spaces)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, "=", path, ": line ", line_number,
+                       " is not a token (printable ASCII without spaces)"));
     }
     tokens.emplace_back(line);
   }

@@ -26,8 +26,8 @@ struct CallRecord {
 
   // Once the request is decoded (for a cache hit: buffers and devices of
   // the stored plan, when the log writes the call's line):
-  int64_t buffers = 0;   // buffer groups in the request
-  int64_t devices = 0;   // distinct devices among them
+  int64_t buffers = 0;  // buffer groups in the request
+  int64_t devices = 0;  // distinct devices among them
   // Resolved, e.g. "auto"; "" before, and for a hit answered from the
   // request's bytes alone (server/service.h: alias_lookup), never parsed.
   std::string strategy;

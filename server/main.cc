@@ -79,8 +79,7 @@ ABSL_FLAG(absl::Duration, redis_timeout, absl::Milliseconds(50),
 ABSL_FLAG(std::string, tls_cert_file, "",
           "PEM certificate chain of the server: serve TLS (with "
           "--tls_key_file); empty: plaintext");
-ABSL_FLAG(std::string, tls_key_file, "",
-          "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
 ABSL_FLAG(std::string, tls_client_ca_file, "",
           "PEM CA certificates: require every client to present a "
           "certificate signed by one of them (mutual TLS); needs "
@@ -223,8 +222,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (absl::GetFlag(FLAGS_shutdown_lame_duck) < absl::ZeroDuration()) {
-    std::fprintf(stderr,
-                 "memplan-server: --shutdown_lame_duck must be >= 0\n");
+    std::fprintf(stderr, "memplan-server: --shutdown_lame_duck must be >= 0\n");
     return 2;
   }
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);

@@ -88,8 +88,9 @@ ServiceMetrics::ServiceMetrics()
   plans_returned_ =
       &prometheus::BuildCounter()
            .Name("memplan_plans_returned_total")
-           .Help("Calls that returned a plan, by gRPC method and where the "
-                 "plan came from (miss: planned for the call).")
+           .Help(
+               "Calls that returned a plan, by gRPC method and where the "
+               "plan came from (miss: planned for the call).")
            .Register(*registry_);
   planner_runs_ = &prometheus::BuildCounter()
                        .Name("memplan_planner_runs_total")
@@ -201,8 +202,7 @@ std::vector<prometheus::MetricFamily> ServiceMetrics::Collect() {
   return registry_->Collect();
 }
 
-void ServiceMetrics::SetCacheSource(
-    std::function<PlanCacheCounters()> source) {
+void ServiceMetrics::SetCacheSource(std::function<PlanCacheCounters()> source) {
   absl::MutexLock lock(&source_mutex_);
   cache_source_ = std::move(source);
   evictions_read_ = 0;

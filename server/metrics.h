@@ -152,8 +152,7 @@ class ServiceMetrics {
   // draining.
   int64_t calls(absl::string_view method) const;
   int64_t calls_in_flight(absl::string_view method) const;
-  int64_t plans_returned(absl::string_view method,
-                         v1::CacheStatus cache) const;
+  int64_t plans_returned(absl::string_view method, v1::CacheStatus cache) const;
   int64_t planner_runs() const;
   int64_t flight_followers() const;
   int64_t refused_draining() const;

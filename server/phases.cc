@@ -41,8 +41,8 @@ void PhaseRecorder::AddSpan(absl::string_view name, absl::Time begin,
                             const PhaseSpan* parent) {
   const int64_t now = NowNanos();
   const int64_t low = parent != nullptr ? parent->begin_nanos : 0;
-  const int64_t high = parent != nullptr ? std::max(low, parent->end_nanos)
-                                         : now;
+  const int64_t high =
+      parent != nullptr ? std::max(low, parent->end_nanos) : now;
   auto place = [&](absl::Time t) {
     return std::clamp<int64_t>(absl::ToInt64Nanoseconds(t - wall_start_), low,
                                high);

@@ -10,8 +10,8 @@ std::string PlanCacheCounters::ToString() const {
   return absl::StrFormat(
       "entries=%d bytes=%d plan_hits=%d plan_misses=%d alias_hits=%d "
       "insertions=%d evictions=%d rejected_too_large=%d",
-      entries, bytes, plan_hits, plan_misses, alias_hits, insertions,
-      evictions, rejected_too_large);
+      entries, bytes, plan_hits, plan_misses, alias_hits, insertions, evictions,
+      rejected_too_large);
 }
 
 PlanCache::PlanCache(int64_t capacity_bytes, int shards)

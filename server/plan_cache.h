@@ -40,13 +40,13 @@ inline constexpr int64_t kCacheEntryOverheadBytes = 256;
 
 // What the cache did since it was made; a snapshot.
 struct PlanCacheCounters {
-  int64_t entries = 0;           // plans and aliases held now
-  int64_t bytes = 0;             // charged bytes held now (<= capacity)
-  int64_t plan_hits = 0;         // FindPlan calls that found the plan
-  int64_t plan_misses = 0;       // FindPlan calls that did not
-  int64_t alias_hits = 0;        // FindAlias calls that found the alias
-  int64_t insertions = 0;        // plans and aliases stored
-  int64_t evictions = 0;         // entries dropped to honour the bound
+  int64_t entries = 0;             // plans and aliases held now
+  int64_t bytes = 0;               // charged bytes held now (<= capacity)
+  int64_t plan_hits = 0;           // FindPlan calls that found the plan
+  int64_t plan_misses = 0;         // FindPlan calls that did not
+  int64_t alias_hits = 0;          // FindAlias calls that found the alias
+  int64_t insertions = 0;          // plans and aliases stored
+  int64_t evictions = 0;           // entries dropped to honour the bound
   int64_t rejected_too_large = 0;  // plans larger than a shard's bound
 
   // Returns "entries=... bytes=... plan_hits=..." with every field.
@@ -102,9 +102,9 @@ class PlanCache {
   };
   struct Entry {
     Key key;
-    std::shared_ptr<const StoredPlan> plan;   // plan entries
-    Digest graph_hash = 0;                    // alias entries
-    int64_t charge = 0;                       // bytes charged
+    std::shared_ptr<const StoredPlan> plan;  // plan entries
+    Digest graph_hash = 0;                   // alias entries
+    int64_t charge = 0;                      // bytes charged
   };
   struct Shard {
     absl::Mutex mutex;

@@ -89,18 +89,17 @@ std::string EncodeRedisValue(absl::string_view graph_hash,
 absl::StatusOr<std::string> DecodeRedisValue(absl::string_view graph_hash,
                                              absl::string_view value) {
   if (value.size() < kHeaderBytes) {
-    return absl::DataLossError(
-        absl::StrCat("value of ", value.size(), " bytes is shorter than the ",
-                     kHeaderBytes, "-byte header"));
+    return absl::DataLossError(absl::StrCat("value of ", value.size(),
+                                            " bytes is shorter than the ",
+                                            kHeaderBytes, "-byte header"));
   }
   if (value.substr(0, 4) != kMagic) {
     return absl::DataLossError("value does not start with \"MPLN\"");
   }
   const uint64_t version = ReadLittleEndian(value.substr(4, 4));
   if (version != kRedisValueVersion) {
-    return absl::DataLossError(absl::StrCat("value version ", version,
-                                            ", this server reads ",
-                                            kRedisValueVersion));
+    return absl::DataLossError(absl::StrCat(
+        "value version ", version, ", this server reads ", kRedisValueVersion));
   }
   if (value.substr(8, kHashChars) != graph_hash) {
     return absl::DataLossError(
@@ -121,8 +120,9 @@ absl::StatusOr<std::pair<std::string, int>> ParseHostPort(
   if (colon == absl::string_view::npos || colon == 0 ||
       !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 1 ||
       port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, ": \"", address, "\" is not HOST:PORT with a port in [1, 65535]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": \"", address,
+                     "\" is not HOST:PORT with a port in [1, 65535]"));
   }
   return std::make_pair(std::string(address.substr(0, colon)), port);
 }
@@ -264,7 +264,8 @@ absl::StatusOr<std::string> RedisCache::Get(absl::string_view graph_hash,
     unreadable_.fetch_add(1, std::memory_order_relaxed);
     const std::string what =
         reply->type == REDIS_REPLY_ERROR
-            ? absl::StrCat("error reply: ", absl::string_view(reply->str, reply->len))
+            ? absl::StrCat("error reply: ",
+                           absl::string_view(reply->str, reply->len))
             : absl::StrCat("reply of type ", reply->type);
     std::fprintf(stderr,
                  "memplan-server: redis %s: GET %s failed (%s); planning "
@@ -272,8 +273,8 @@ absl::StatusOr<std::string> RedisCache::Get(absl::string_view graph_hash,
                  address().c_str(), key.c_str(), what.c_str());
     return absl::NotFoundError(what);
   }
-  absl::StatusOr<std::string> response = DecodeRedisValue(
-      graph_hash, absl::string_view(reply->str, reply->len));
+  absl::StatusOr<std::string> response =
+      DecodeRedisValue(graph_hash, absl::string_view(reply->str, reply->len));
   if (!response.ok()) {
     unreadable_.fetch_add(1, std::memory_order_relaxed);
     std::fprintf(stderr,
@@ -301,8 +302,8 @@ void RedisCache::Put(absl::string_view graph_hash,
 bool RedisCache::WriteOne(redisContext* connection, const Write& write) {
   const std::string key = RedisKey(write.graph_hash, options_.planner_version);
   const std::string value = EncodeRedisValue(write.graph_hash, *write.response);
-  const std::string ttl_ms =
-      absl::StrCat(std::max<int64_t>(1, absl::ToInt64Milliseconds(options_.ttl)));
+  const std::string ttl_ms = absl::StrCat(
+      std::max<int64_t>(1, absl::ToInt64Milliseconds(options_.ttl)));
   redisSetTimeout(connection, TimevalOf(options_.timeout));
   const Reply reply(static_cast<redisReply*>(
       redisCommand(connection, "SET %b %b PX %s", key.data(), key.size(),

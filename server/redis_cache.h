@@ -26,8 +26,8 @@
 // backoff after failures, so a dead Redis is not hammered) and writes
 // plans behind the calls that made them (a bounded queue; a write that
 // does not fit is dropped). The state changes are logged to stderr:
-//   memplan-server: redis HOST:PORT unavailable (REASON); planning locally, reconnecting in 100ms
-//   memplan-server: redis HOST:PORT connected
+//   memplan-server: redis HOST:PORT unavailable (REASON); planning locally,
+//   reconnecting in 100ms memplan-server: redis HOST:PORT connected
 #ifndef MEMPLAN_SERVER_REDIS_CACHE_H_
 #define MEMPLAN_SERVER_REDIS_CACHE_H_
 
@@ -106,9 +106,9 @@ struct RedisCounters {
   int64_t skipped = 0;     // Get skipped Redis: down or no free connection
   int64_t writes = 0;      // plans written
   int64_t writes_dropped = 0;  // plans not written: queue full or down
-  int64_t connects = 0;    // connections opened
+  int64_t connects = 0;        // connections opened
   int64_t connect_failures = 0;
-  bool up = false;         // connected, and no command failed since
+  bool up = false;  // connected, and no command failed since
 
   // Returns "hits=... misses=... ... up=true" with every field.
   std::string ToString() const;

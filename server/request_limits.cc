@@ -13,8 +13,9 @@ absl::Status OverLimit(absl::string_view subject, absl::string_view what,
   const std::string description =
       absl::StrCat("the request has ", count, " ", what,
                    "; this server accepts at most ", limit, " (--", flag, ")");
-  return WithQuotaViolations(absl::ResourceExhaustedError(description),
-                             {QuotaViolation{std::string(subject), description}});
+  return WithQuotaViolations(
+      absl::ResourceExhaustedError(description),
+      {QuotaViolation{std::string(subject), description}});
 }
 
 }  // namespace
@@ -44,10 +45,10 @@ absl::Status CheckRequestLimits(const v1::PlanMemoryRequest& request,
 
 absl::Status ValidateRequestLimits(const RequestLimits& limits) {
   if (limits.max_buffers < 1 || limits.max_events < 1 || limits.max_nodes < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_buffers, max_events and max_nodes must be >= 1, got ",
-        limits.max_buffers, ", ", limits.max_events, " and ",
-        limits.max_nodes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_buffers, max_events and max_nodes must be >= 1, got ",
+                     limits.max_buffers, ", ", limits.max_events, " and ",
+                     limits.max_nodes));
   }
   if (limits.max_planning_time <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(

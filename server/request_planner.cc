@@ -33,9 +33,9 @@ absl::StatusOr<RequestPlanner::Planned> RequestPlanner::PlanResolved(
     const PlanContext& call, PhaseRecorder& phases, CallRecord& record) const {
   const Planner* planner = FindPlanner(resolved.strategy);
   if (planner == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.strategy: strategy ", resolved.strategy,
-        " is not available on this server"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.strategy: strategy ", resolved.strategy,
+                     " is not available on this server"));
   }
   if (absl::Status status = call.Check(); !status.ok()) return status;
 
@@ -59,10 +59,10 @@ absl::StatusOr<RequestPlanner::Planned> RequestPlanner::PlanResolved(
         limit < call.deadline) {
       // This server's limit, not the caller's deadline, stopped it: asking
       // again with a longer deadline would not help.
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "planning took longer than this server's limit of ",
-          absl::FormatDuration(limits_.max_planning_time),
-          " (--max_planning_time); strategy ", resolved.strategy));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("planning took longer than this server's limit of ",
+                       absl::FormatDuration(limits_.max_planning_time),
+                       " (--max_planning_time); strategy ", resolved.strategy));
     }
     return plan.status();
   }
@@ -75,10 +75,9 @@ absl::StatusOr<RequestPlanner::Planned> RequestPlanner::PlanResolved(
     if (seen.insert(pool.device).second) devices.push_back(pool.device);
   }
   for (const PlannerRun& run : plan->runs) {
-    phases.AddSpan(absl::StrCat(run.strategy, " ", run.device), run.start,
-                   run.end,
-                   {{"strategy", run.strategy}, {"device", run.device}},
-                   &plan_bounds);
+    phases.AddSpan(
+        absl::StrCat(run.strategy, " ", run.device), run.start, run.end,
+        {{"strategy", run.strategy}, {"device", run.device}}, &plan_bounds);
   }
   plan_span.AddArg("winner",
                    plan->planner.empty() ? resolved.strategy : plan->planner);
@@ -88,10 +87,9 @@ absl::StatusOr<RequestPlanner::Planned> RequestPlanner::PlanResolved(
   PhaseRecorder::Scope validate = phases.Span("validate");
   if (absl::Status status = ValidatePlan(resolved.problem, *plan);
       !status.ok()) {
-    return absl::InternalError(
-        absl::StrCat("planner \"", resolved.strategy,
-                     "\" made a plan that fails validation: ",
-                     status.message()));
+    return absl::InternalError(absl::StrCat(
+        "planner \"", resolved.strategy,
+        "\" made a plan that fails validation: ", status.message()));
   }
   validate.End();
 
@@ -122,7 +120,8 @@ absl::StatusOr<RequestPlanner::Planned> RequestPlanner::PlanResolved(
   // A search bounded by the caller's deadline rather than by its time
   // budget may have been cut short by it.
   planned.storable = call.deadline >= context.search_deadline ||
-                     plan->proven_optimal || !planner->capabilities().searches_until_budget;
+                     plan->proven_optimal ||
+                     !planner->capabilities().searches_until_budget;
   return planned;
 }
 

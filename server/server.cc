@@ -27,10 +27,10 @@ int ClampedMilliseconds(absl::Duration duration) {
 absl::Status ValidateKeepalive(const KeepaliveOptions& keepalive) {
   if (keepalive.time <= absl::ZeroDuration() ||
       keepalive.timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "keepalive time and timeout must be > 0, got ",
-        absl::FormatDuration(keepalive.time), " and ",
-        absl::FormatDuration(keepalive.timeout)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("keepalive time and timeout must be > 0, got ",
+                     absl::FormatDuration(keepalive.time), " and ",
+                     absl::FormatDuration(keepalive.timeout)));
   }
   if (keepalive.min_ping_interval < absl::ZeroDuration() ||
       keepalive.max_ping_strikes < 0) {
@@ -69,13 +69,12 @@ absl::Status Server::Start() {
     return absl::FailedPreconditionError("the server was already started");
   }
   if (options_.max_message_bytes <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_message_bytes must be > 0, got ",
-                     options_.max_message_bytes));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_message_bytes must be > 0, got ", options_.max_message_bytes));
   }
   if (options_.max_threads < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_threads must be >= 1, got ", options_.max_threads));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_threads must be >= 1, got ", options_.max_threads));
   }
   if (absl::Status status = MemoryPlannerService::Validate(options_.service);
       !status.ok()) {

@@ -29,10 +29,10 @@ absl::StatusOr<Digest> ParseGraphHash(std::string& hex) {
       !std::all_of(hex.begin(), hex.end(),
                    [](char c) { return absl::ascii_isxdigit(c); }) ||
       !absl::SimpleHexAtoi(hex, &digest)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "graph_hash must be 32 hex characters, got \"",
-        absl::string_view(hex).substr(0, 64),
-        hex.size() > 64 ? "...\"" : "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph_hash must be 32 hex characters, got \"",
+                     absl::string_view(hex).substr(0, 64),
+                     hex.size() > 64 ? "...\"" : "\""));
   }
   return digest;
 }
@@ -52,12 +52,12 @@ int DefaultWorkerThreads() {
 absl::Status MemoryPlannerService::Validate(const Options& options) {
   if (options.worker_threads < kMinWorkerThreads) {
     return absl::InvalidArgumentError(
-        absl::StrCat("worker_threads must be >= ", kMinWorkerThreads,
-                     ", got ", options.worker_threads));
+        absl::StrCat("worker_threads must be >= ", kMinWorkerThreads, ", got ",
+                     options.worker_threads));
   }
   if (options.cache_bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cache_bytes must be >= 0, got ", options.cache_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cache_bytes must be >= 0, got ", options.cache_bytes));
   }
   if (absl::Status status = ValidateRequestLimits(options.limits);
       !status.ok()) {
@@ -72,19 +72,18 @@ absl::Status MemoryPlannerService::Validate(const Options& options) {
   }
   if (redis.ttl <= absl::ZeroDuration() ||
       redis.timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "redis_ttl and redis_timeout must be > 0, got ",
-        absl::FormatDuration(redis.ttl), " and ",
-        absl::FormatDuration(redis.timeout)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis_ttl and redis_timeout must be > 0, got ",
+                     absl::FormatDuration(redis.ttl), " and ",
+                     absl::FormatDuration(redis.timeout)));
   }
   return absl::OkStatus();
 }
 
 MemoryPlannerService::MemoryPlannerService(Options options, Hooks hooks)
     : auth_(std::move(hooks.auth)),
-      own_metrics_(hooks.metrics == nullptr
-                       ? std::make_unique<ServiceMetrics>()
-                       : nullptr),
+      own_metrics_(hooks.metrics == nullptr ? std::make_unique<ServiceMetrics>()
+                                            : nullptr),
       metrics_(hooks.metrics != nullptr ? hooks.metrics : own_metrics_.get()),
       planner_(options.limits, *metrics_),
       log_(hooks.log),
@@ -201,11 +200,10 @@ void MemoryPlannerService::Decode(Call* call, const grpc::ByteBuffer& bytes,
   v1::PlanMemoryRequest& request =
       *google::protobuf::Arena::CreateMessage<v1::PlanMemoryRequest>(&arena);
   absl::StatusOr<ResolvedRequest> resolved =
-      ParseBytes(bytes, request)
-          ? planner_.Resolve(request)
-          : absl::InvalidArgumentError(
-                "the request does not parse as a "
-                "memplan.v1.PlanMemoryRequest");
+      ParseBytes(bytes, request) ? planner_.Resolve(request)
+                                 : absl::InvalidArgumentError(
+                                       "the request does not parse as a "
+                                       "memplan.v1.PlanMemoryRequest");
   if (!resolved.ok()) {
     decode.End();
     call->Fail(resolved.status());
@@ -325,9 +323,9 @@ FlightOutcome MemoryPlannerService::Lead(const Miss& miss, Call& call) {
     PhaseRecorder::Scope span = call.phases().Span("redis");
     absl::StatusOr<std::shared_ptr<const StoredPlan>> shared =
         ReadRedis(miss.graph_hash, miss.key, call.plan_context().deadline);
-    span.AddArg("status", shared.ok() ? "HIT"
-                                      : absl::StatusCodeToString(
-                                            shared.status().code()));
+    span.AddArg(
+        "status",
+        shared.ok() ? "HIT" : absl::StatusCodeToString(shared.status().code()));
     span.End();
     if (shared.ok()) {
       outcome.plan = *std::move(shared);
@@ -336,8 +334,8 @@ FlightOutcome MemoryPlannerService::Lead(const Miss& miss, Call& call) {
     }
   }
   absl::StatusOr<RequestPlanner::Planned> planned =
-      planner_.PlanResolved(miss.resolved, miss.graph_hash,
-                            call.plan_context(), call.phases(), call.record());
+      planner_.PlanResolved(miss.resolved, miss.graph_hash, call.plan_context(),
+                            call.phases(), call.record());
   if (!planned.ok()) {
     outcome.status = planned.status();
     outcome.retry = IsDeadlineOrCancelled(planned.status());
@@ -380,9 +378,9 @@ MemoryPlannerService::ReadRedis(const std::string& graph_hash, Digest key,
   return plan;
 }
 
-void MemoryPlannerService::ReplyWithPlan(
-    Call* call, const Miss& miss, std::shared_ptr<const StoredPlan> plan,
-    v1::CacheStatus cache, bool leader) {
+void MemoryPlannerService::ReplyWithPlan(Call* call, const Miss& miss,
+                                         std::shared_ptr<const StoredPlan> plan,
+                                         v1::CacheStatus cache, bool leader) {
   const bool to_directory = leader && traces_ != nullptr;
   if (!call->wants_trace() && !to_directory) {
     call->Reply(std::move(plan), cache);
@@ -426,9 +424,8 @@ absl::StatusOr<v1::PlanMemoryResponse> MemoryPlannerService::PlanRequest(
   if (!resolved.ok()) return resolved.status();
   PhaseRecorder phases("PlanRequest");
   CallRecord record;
-  absl::StatusOr<RequestPlanner::Planned> planned =
-      planner_.PlanResolved(*resolved, GraphHash(*resolved), call, phases,
-                            record);
+  absl::StatusOr<RequestPlanner::Planned> planned = planner_.PlanResolved(
+      *resolved, GraphHash(*resolved), call, phases, record);
   if (!planned.ok()) return planned.status();
   planned->response.set_cache(v1::CACHE_STATUS_MISS);
   return std::move(planned->response);

@@ -251,7 +251,7 @@ class MemoryPlannerService final
   std::unique_ptr<ServiceMetrics> own_metrics_;  // null with hooks.metrics
   ServiceMetrics* const metrics_;                // never null
   const RequestPlanner planner_;
-  CallLog* const log_;              // may be null, as traces_
+  CallLog* const log_;  // may be null, as traces_
   TraceDirectory* const traces_;
   PlanCache cache_;
   SingleFlight flights_;

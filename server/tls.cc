@@ -38,7 +38,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
     return absl::InvalidArgumentError(
         "--tls_cert_file and --tls_key_file go together");
   }
-  absl::StatusOr<std::string> cert = ReadPemFile("tls_cert_file", files.cert_file);
+  absl::StatusOr<std::string> cert =
+      ReadPemFile("tls_cert_file", files.cert_file);
   if (!cert.ok()) return cert.status();
   absl::StatusOr<std::string> key = ReadPemFile("tls_key_file", files.key_file);
   if (!key.ok()) return key.status();

@@ -14,8 +14,8 @@ namespace memplan {
 
 // PEM files; all empty: plaintext.
 struct ServerTlsFiles {
-  std::string cert_file;       // the server's certificate chain
-  std::string key_file;        // its private key
+  std::string cert_file;  // the server's certificate chain
+  std::string key_file;   // its private key
   // CAs whose certificates clients must present (mutual TLS); empty: TLS
   // without client certificates.
   std::string client_ca_file;

@@ -1,9 +1,8 @@
 #include "server/wire_bytes.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
-#include <xxhash.h>
-
 #include <grpcpp/support/proto_buffer_reader.h>
+#include <xxhash.h>
 
 #include <array>
 #include <utility>

@@ -70,8 +70,8 @@ struct FreeTime {
            a.max_gap == b.max_gap;
   }
   bool MayHold(LiveRange range) const {
-    return range.end <= max_begin ||
-           range.begin >= min_end || range.length() <= max_gap;
+    return range.end <= max_begin || range.begin >= min_end ||
+           range.length() <= max_gap;
   }
 };
 
@@ -81,7 +81,7 @@ struct FreeTime {
 // the updates after a placement read.
 struct alignas(64) Node {
   NodeKind kind = NodeKind::kEmpty;
-  int32_t block = -1;     // kAllocation: index into Block list
+  int32_t block = -1;  // kAllocation: index into Block list
   // Derived from the subtree, as Inductor's get_size_hint() and
   // get_live_ranges() (cached there with cache_on_self and cleared along
   // the path of every successful allocation; here computed when the node
@@ -90,8 +90,8 @@ struct alignas(64) Node {
   FreeTime free_time;  // neutral for allocations and empty space
   absl::InlinedVector<NodeId, 2> children;  // kTemporal
   LiveRanges live_ranges;
-  NodeId left = kNoNode;  // kSpatial: a kTemporal node
-  NodeId right = kNoNode; // kSpatial: a kTemporal node
+  NodeId left = kNoNode;    // kSpatial: a kTemporal node
+  NodeId right = kNoNode;   // kSpatial: a kTemporal node
   NodeId parent = kNoNode;  // kNoNode: a pool's root
   // A chain split (Allocator::Chain) holds its chain and index there; a
   // spine level (Allocator::Spine) holds -2 - its spine, and its index.
@@ -146,8 +146,8 @@ struct Block {
 
 // An AllocationPool: one tree, one device.
 struct PoolState {
-  int32_t device = 0;    // index into the planner's device list
-  int32_t position = 0;  // index in its device's pool list
+  int32_t device = 0;     // index into the planner's device list
+  int32_t position = 0;   // index in its device's pool list
   NodeId root = kNoNode;  // a kTemporal node
   bool can_expand = false;
   // restrict_live_range = [restrict_begin, inf) once set.
@@ -365,8 +365,8 @@ class Allocator {
   // level that takes a second child breaks: it is listed in `broken`, and
   // no search passes it.
   struct LeftHalf {
-    Bytes size;        // the slot's size_hint: it never changes
-    LiveRange first;   // the live range of the slot's first buffer
+    Bytes size;       // the slot's size_hint: it never changes
+    LiveRange first;  // the live range of the slot's first buffer
   };
   struct Spine {
     std::vector<NodeId> levels;       // top first
@@ -397,8 +397,7 @@ class Allocator {
   }
 
   // As AllocationTreeNode.allocate(block, is_last) on the tree under `root`.
-  absl::StatusOr<bool> AllocateInTree(NodeId root, int32_t block,
-                                      bool is_last);
+  absl::StatusOr<bool> AllocateInTree(NodeId root, int32_t block, bool is_last);
   // As TemporalSplit._allocate once it found no overlapping child.
   void PlaceInTemporal(NodeId split, int32_t block, Bytes slot_size);
   // After TemporalSplit `split` took a new last child (its other children
@@ -457,7 +456,7 @@ class Allocator {
   std::vector<Node> nodes_;
   std::vector<Block> blocks_;
   std::vector<PoolState> pools_;
-  std::vector<std::string> devices_;  // in order of first buffer
+  std::vector<std::string> devices_;   // in order of first buffer
   std::vector<int32_t> device_order_;  // devices_ indices, by first pool
 
   std::vector<DevicePools> device_pools_;
@@ -479,7 +478,7 @@ class Allocator {
   // order of its children.
   std::vector<std::vector<Hull>> hulls_;
   std::vector<LiveRange> range_scratch_;
-  uint64_t steps_ = 0;        // tree nodes visited, for deadline checks
+  uint64_t steps_ = 0;  // tree nodes visited, for deadline checks
 };
 
 void Allocator::Summarize(NodeId id) {
@@ -608,7 +607,8 @@ absl::StatusOr<bool> Allocator::AllocateInTree(NodeId root, int32_t block_id,
     // TemporalSplit._allocate.
     if (may_hold && (at_is_last || block.size <= node.size_hint)) {
       bool several_overlap = false;
-      const NodeId overlapping = OverlappingChild(node, block, &several_overlap);
+      const NodeId overlapping =
+          OverlappingChild(node, block, &several_overlap);
       if (!several_overlap && overlapping != kNoNode) {
         if (options_.prune_full_subtrees && node.chain >= 0) {
           const NodeId below = SkipDownChain(at, at_is_last, block);
@@ -818,8 +818,7 @@ NodeId Allocator::SkipDownChain(NodeId split, bool is_last,
   return nodes_[nodes_[chain.nodes[low]].children[0]].left;
 }
 
-void Allocator::PlaceInTemporal(NodeId split, int32_t block,
-                                Bytes slot_size) {
+void Allocator::PlaceInTemporal(NodeId split, int32_t block, Bytes slot_size) {
   const Bytes block_size = blocks_[block].size;
   if (nodes_[split].chain >= 0) {
     chains_[nodes_[split].chain].broken.insert(nodes_[split].chain_index);
@@ -941,8 +940,7 @@ absl::Status Allocator::Allocate(int32_t block) {
     PoolState& pool = pools_[pools[i]];
     const bool is_last = i + 1 == count;
     if (is_last && pool.can_expand) break;
-    if (options_.prune_full_subtrees &&
-        !pool.free_time.MayHold(b.live_range)) {
+    if (options_.prune_full_subtrees && !pool.free_time.MayHold(b.live_range)) {
       continue;
     }
     absl::StatusOr<bool> placed = AllocateInPool(pool, block, is_last);
@@ -1046,8 +1044,7 @@ absl::StatusOr<Plan> Allocator::Finalize() {
       // Offsets, parents first.
       const int32_t plan_pool = static_cast<int32_t>(plan.pools.size());
       plan.pools.push_back(Pool{absl::StrCat("pool", plan_pool),
-                                devices_[pool.device],
-                                final_size[pool.root]});
+                                devices_[pool.device], final_size[pool.root]});
       if (arena != nullptr) {
         pool_symbolic_sizes.push_back(symbolic_size[pool.root]);
       }
@@ -1094,8 +1091,8 @@ absl::StatusOr<Plan> Allocator::Finalize() {
     }
   }
   if (arena != nullptr) {
-    absl::Status status = SetSymbolicPlan(*arena, pool_symbolic_sizes,
-                                          symbolic_offsets, plan);
+    absl::Status status =
+        SetSymbolicPlan(*arena, pool_symbolic_sizes, symbolic_offsets, plan);
     if (!status.ok()) return status;
   }
   return plan;
@@ -1122,11 +1119,11 @@ void Allocator::SetSymbolicSize(NodeId id, std::vector<ExprId>& sizes,
       const bool right_empty =
           right.children.size() == 1 &&
           nodes_[right.children[0]].kind == NodeKind::kEmpty;
-      sizes[id] = right_empty
-                      ? sizes[node.left]
-                      : arena.Add(arena.Align(sizes[node.left],
-                                              problem_.alignment),
-                                  sizes[node.right]);
+      sizes[id] =
+          right_empty
+              ? sizes[node.left]
+              : arena.Add(arena.Align(sizes[node.left], problem_.alignment),
+                          sizes[node.right]);
       break;
     }
   }
@@ -1146,12 +1143,9 @@ absl::StatusOr<Plan> Allocator::Run() {
     auto [device, inserted] = device_index.try_emplace(
         buffer.device, static_cast<int32_t>(devices_.size()));
     if (inserted) devices_.push_back(buffer.device);
-    blocks_.push_back(Block{static_cast<int32_t>(i), device->second,
-                            buffer.size,
-                            buffer.live_range,
-                            buffer.size_is_data_dependent
-                                ? buffer.live_range.begin
-                                : Timestep{0}});
+    blocks_.push_back(Block{
+        static_cast<int32_t>(i), device->second, buffer.size, buffer.live_range,
+        buffer.size_is_data_dependent ? buffer.live_range.begin : Timestep{0}});
     if (buffer.is_output && problem_.pool_mode != PoolMode::kCombined) {
       outputs.push_back(block);
     } else {
@@ -1197,7 +1191,7 @@ absl::StatusOr<Plan> InductorPlanner::PlanProblem(
     const Problem& problem, const PlanContext& context) const {
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& buffer = problem.buffers[i];
-    const char* field = buffer.fixed_offset ? "fixed_offset"
+    const char* field = buffer.fixed_offset                    ? "fixed_offset"
                         : buffer.alignment > problem.alignment ? "alignment"
                                                                : nullptr;
     if (field != nullptr) {

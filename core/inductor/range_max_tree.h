@@ -96,7 +96,7 @@ class RangeMaxTree {
   }
 
   size_t n_;
-  int height_ = 0;              // leaves_ = 2^height_
+  int height_ = 0;  // leaves_ = 2^height_
   size_t leaves_ = 1;
   std::vector<Bytes> max_;      // [1, leaves_): inner nodes; then leaves
   std::vector<Bytes> pending_;  // per inner node

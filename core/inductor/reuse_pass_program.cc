@@ -59,9 +59,8 @@ absl::StatusOr<Program> ProgramFromLines(const Problem& problem,
       lines.buffers.size() != problem.buffers.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "context.wrapper_lines (", lines.group_of_line.size(), " lines, ",
-        lines.buffers.size(), " groups) do not describe the ",
-        source.size(), " lines and ", problem.buffers.size(),
-        " buffers given"));
+        lines.buffers.size(), " groups) do not describe the ", source.size(),
+        " lines and ", problem.buffers.size(), " buffers given"));
   }
   const absl::flat_hash_set<std::string> outputs(wrapper.output_names.begin(),
                                                  wrapper.output_names.end());

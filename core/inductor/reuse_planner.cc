@@ -51,16 +51,36 @@ int64_t ItemSize(absl::string_view dtype) {
   absl::ConsumePrefix(&dtype, "torch.");
   static const auto* const kSizes =
       new absl::flat_hash_map<std::string, int64_t>{
-          {"bool", 1},           {"uint8", 1},          {"int8", 1},
-          {"float8_e4m3fn", 1},  {"float8_e5m2", 1},    {"float8_e4m3fnuz", 1},
-          {"float8_e5m2fnuz", 1}, {"float8_e8m0fnu", 1}, {"int16", 2},
-          {"short", 2},          {"uint16", 2},         {"float16", 2},
-          {"half", 2},           {"bfloat16", 2},       {"int32", 4},
-          {"int", 4},            {"uint32", 4},         {"float32", 4},
-          {"float", 4},          {"complex32", 4},      {"chalf", 4},
-          {"int64", 8},          {"long", 8},           {"uint64", 8},
-          {"float64", 8},        {"double", 8},         {"complex64", 8},
-          {"cfloat", 8},         {"complex128", 16},    {"cdouble", 16},
+          {"bool", 1},
+          {"uint8", 1},
+          {"int8", 1},
+          {"float8_e4m3fn", 1},
+          {"float8_e5m2", 1},
+          {"float8_e4m3fnuz", 1},
+          {"float8_e5m2fnuz", 1},
+          {"float8_e8m0fnu", 1},
+          {"int16", 2},
+          {"short", 2},
+          {"uint16", 2},
+          {"float16", 2},
+          {"half", 2},
+          {"bfloat16", 2},
+          {"int32", 4},
+          {"int", 4},
+          {"uint32", 4},
+          {"float32", 4},
+          {"float", 4},
+          {"complex32", 4},
+          {"chalf", 4},
+          {"int64", 8},
+          {"long", 8},
+          {"uint64", 8},
+          {"float64", 8},
+          {"double", 8},
+          {"complex64", 8},
+          {"cfloat", 8},
+          {"complex128", 16},
+          {"cdouble", 16},
       };
   const auto it = kSizes->find(std::string(dtype));
   return it == kSizes->end() ? 1 : it->second;
@@ -186,9 +206,9 @@ class ReusePass {
       if (!status.ok()) return status;
     }
     if (!open_subgraphs_.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "events[", open_subgraphs_.back(),
-          "]: ENTER_SUBGRAPH without an EXIT_SUBGRAPH after it"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("events[", open_subgraphs_.back(),
+                       "]: ENTER_SUBGRAPH without an EXIT_SUBGRAPH after it"));
     }
     FinishStackAllocation();
     return Finish(problem_, storages_, "reuse", std::move(decisions_));
@@ -325,7 +345,7 @@ class ReusePass {
   Storages storages_;
   std::vector<bool> stack_candidate_;  // per storage: fresh, CPU, static
   absl::flat_hash_map<size_t, int32_t> external_storage_;  // by FREE step
-  std::vector<State> states_;          // the planning states, innermost last
+  std::vector<State> states_;            // the planning states, innermost last
   std::vector<int64_t> open_subgraphs_;  // lines of unmatched ENTERs
   ReferenceDecisions decisions_;
   StackAllocationDecision stack_;

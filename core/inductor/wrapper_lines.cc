@@ -42,8 +42,7 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
       program.removed_buffers.begin(), program.removed_buffers.end());
   std::vector<bool> dropped(lines.size(), false);
   for (size_t i = 0; i < lines.size(); ++i) {
-    dropped[i] = PlansABuffer(lines[i]) &&
-                 removed.contains(lines[i].name);
+    dropped[i] = PlansABuffer(lines[i]) && removed.contains(lines[i].name);
   }
 
   // compute_buffer_groups.
@@ -57,10 +56,10 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
     if (dropped[i]) continue;
     if (line.kind == WrapperLineKind::kAllocate) {
       if (line.allocation.size < 0) {
-        return LineError(label, i, "size_bytes",
-                         absl::StrCat("buffer \"", line.name,
-                                      "\" has a negative size ",
-                                      line.allocation.size));
+        return LineError(
+            label, i, "size_bytes",
+            absl::StrCat("buffer \"", line.name, "\" has a negative size ",
+                         line.allocation.size));
       }
       const auto [it, inserted] = group_of_name.try_emplace(
           line.name, static_cast<int32_t>(result.buffers.size()));
@@ -133,8 +132,8 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
         buffer.names.begin(), buffer.names.end(),
         [&](const std::string& name) { return outputs.contains(name); });
     buffer.live_range.begin = first[g];
-    buffer.live_range.end = buffer.is_output ? std::max(last[g], timestep + 1)
-                                             : last[g];
+    buffer.live_range.end =
+        buffer.is_output ? std::max(last[g], timestep + 1) : last[g];
   }
   return result;
 }
@@ -187,7 +186,8 @@ absl::StatusOr<WrapperProgram> WrapperLinesFromNodes(
       const NodeWrite& write = node.writes[j];
       const std::string label = absl::StrCat("nodes[", i, "].writes[", j, "]");
       if (write.name.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(label, ".name: is empty"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(label, ".name: is empty"));
       }
       if (!writer.try_emplace(write.name, i, j).second) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -197,9 +197,9 @@ absl::StatusOr<WrapperProgram> WrapperLinesFromNodes(
       if (!write.in_place_of.empty() &&
           std::find(node.reads.begin(), node.reads.end(), write.in_place_of) ==
               node.reads.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            label, ".in_place_of: buffer \"", write.in_place_of,
-            "\" is not read by the node"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(label, ".in_place_of: buffer \"", write.in_place_of,
+                         "\" is not read by the node"));
       }
     }
   }
@@ -226,10 +226,10 @@ absl::StatusOr<WrapperProgram> WrapperLinesFromNodes(
     for (const NodeWrite& write : node.writes) {
       WrapperLine line;
       const auto old = writer.find(write.in_place_of);
-      const bool in_place =
-          !write.in_place_of.empty() && last_here.contains(write.in_place_of) &&
-          old != writer.end() && old->second.first < i &&
-          !reused.contains(write.in_place_of);
+      const bool in_place = !write.in_place_of.empty() &&
+                            last_here.contains(write.in_place_of) &&
+                            old != writer.end() && old->second.first < i &&
+                            !reused.contains(write.in_place_of);
       const NodeWrite* old_write =
           in_place ? &nodes[old->second.first].writes[old->second.second]
                    : nullptr;

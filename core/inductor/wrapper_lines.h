@@ -45,9 +45,9 @@ enum class WrapperLineKind {
   kExitSubgraph,     // ExitSubgraphLine
   // Lines that touch memory outside the plan (core/inductor/wrapper_memory.h);
   // like kOther, each separates runs of memory-planning lines.
-  kExternAllocate,   // ExternKernelAllocLine: the kernel allocates `name`
-  kMultiOutput,      // MultiOutputLine: `reused_as` = `name`[output_index]
-  kFreeInput,        // FreeLine: graph input `name` is let go
+  kExternAllocate,  // ExternKernelAllocLine: the kernel allocates `name`
+  kMultiOutput,     // MultiOutputLine: `reused_as` = `name`[output_index]
+  kFreeInput,       // FreeLine: graph input `name` is let go
   // Any other MemoryPlanningLine (ReinterpretLine: a view of another
   // buffer's storage under a new name; NullLine): it allocates and frees
   // nothing, but counts in its run of memory-planning lines.
@@ -56,10 +56,10 @@ enum class WrapperLineKind {
 
 // What allocating a buffer says of it (as the fields of core Buffer).
 struct AllocationInfo {
-  Bytes size = 0;              // bytes (size hint)
-  std::string symbolic_size;   // sympy expression of the bytes, or ""
-  std::string device;          // e.g. "cuda:0"
-  std::string dtype;           // e.g. "torch.float32"
+  Bytes size = 0;             // bytes (size hint)
+  std::string symbolic_size;  // sympy expression of the bytes, or ""
+  std::string device;         // e.g. "cuda:0"
+  std::string dtype;          // e.g. "torch.float32"
   bool size_is_data_dependent = false;
 };
 
@@ -179,9 +179,9 @@ struct NodeWrite {
 
 // One scheduled kernel (Inductor's scheduler node), in schedule order.
 struct ScheduledNode {
-  std::string name;                 // e.g. the kernel's name; informational
-  std::vector<NodeWrite> writes;    // buffers it creates
-  std::vector<std::string> reads;   // buffers it reads (graph inputs too)
+  std::string name;                // e.g. the kernel's name; informational
+  std::vector<NodeWrite> writes;   // buffers it creates
+  std::vector<std::string> reads;  // buffers it reads (graph inputs too)
 };
 
 // Returns the wrapper lines Inductor writes for `nodes`: per node, an

@@ -225,8 +225,8 @@ GraphTimeline TimelineOfLines(const Problem& problem,
       handed_on_at.insert(decision.free_line);
     }
     // The trailing memory-planning lines the reuse pass pops.
-    const absl::flat_hash_set<std::string> outputs(
-        program.output_names.begin(), program.output_names.end());
+    const absl::flat_hash_set<std::string> outputs(program.output_names.begin(),
+                                                   program.output_names.end());
     int64_t last_other = -1;
     for (int64_t i = 0; i < num_lines; ++i) {
       if (!IsMemoryPlanningLine(program.lines[i])) last_other = i;
@@ -306,9 +306,9 @@ absl::Status CheckLinesOutsideThePlan(const WrapperProgram& program,
         }
         Bytes sum = 0;
         for (size_t k = 0; k < line.output_bytes.size(); ++k) {
-          if (absl::Status status = check_bytes(
-                  i, absl::StrCat("output_bytes[", k, "]").c_str(),
-                  line.output_bytes[k]);
+          if (absl::Status status =
+                  check_bytes(i, absl::StrCat("output_bytes[", k, "]").c_str(),
+                              line.output_bytes[k]);
               !status.ok()) {
             return status;
           }
@@ -335,9 +335,9 @@ absl::Status CheckLinesOutsideThePlan(const WrapperProgram& program,
         }
         if (line.output_index < 0 ||
             static_cast<size_t>(line.output_index) >= it->second) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              line_label(i), ": output_index must be in [0, ", it->second,
-              "), got ", line.output_index));
+          return absl::InvalidArgumentError(
+              absl::StrCat(line_label(i), ": output_index must be in [0, ",
+                           it->second, "), got ", line.output_index));
         }
         if (line.reused_as.empty()) {
           return absl::InvalidArgumentError(

@@ -30,17 +30,17 @@ using reuse_internal::Storages;
 // One buffer AllocBufsWithMemReuse places: a group, or an external buffer.
 struct NncItem {
   Timestep begin = 0;
-  Timestep end = 0;     // half-open: its memory is free for a buffer at end
-  int32_t group = -1;   // -1: an external buffer
-  size_t step = 0;      // an external buffer's FREE step
+  Timestep end = 0;    // half-open: its memory is free for a buffer at end
+  int32_t group = -1;  // -1: an external buffer
+  size_t step = 0;     // an external buffer's FREE step
 };
 
 // A memory allocation NNC hands out.
 struct NncMemory {
-  Bytes size;            // its owner's size: what first fit compares
+  Bytes size;  // its owner's size: what first fit compares
   const std::string* device;
   const std::string* owner;  // the buffer that allocated it
-  int32_t storage;       // its storage; -1: an external's, made on use
+  int32_t storage;           // its storage; -1: an external's, made on use
 };
 
 absl::StatusOr<Plan> PlanNnc(const Problem& problem, const Program& program,
@@ -82,8 +82,7 @@ absl::StatusOr<Plan> PlanNnc(const Problem& problem, const Program& program,
       if (!status.ok()) return status;
     }
     const NncItem& item = items[i];
-    const Step* external =
-        item.group < 0 ? &program.steps[item.step] : nullptr;
+    const Step* external = item.group < 0 ? &program.steps[item.step] : nullptr;
     const Buffer* buffer =
         item.group >= 0 ? &problem.buffers[item.group] : nullptr;
     NncDecision& decision = decisions.nnc.emplace_back();
@@ -111,11 +110,10 @@ absl::StatusOr<Plan> PlanNnc(const Problem& problem, const Program& program,
       up_for_grabs.push_front(std::get<2>(held.top()));
       held.pop();
     }
-    const Bytes size = external != nullptr ? external->external->size
-                                           : buffer->size;
-    const std::string& device = external != nullptr
-                                    ? external->external->device
-                                    : buffer->device;
+    const Bytes size =
+        external != nullptr ? external->external->size : buffer->size;
+    const std::string& device =
+        external != nullptr ? external->external->device : buffer->device;
     int32_t memory = -1;
     if (external == nullptr) {
       for (auto it = up_for_grabs.begin(); it != up_for_grabs.end(); ++it) {
@@ -140,8 +138,8 @@ absl::StatusOr<Plan> PlanNnc(const Problem& problem, const Program& program,
         memories.push_back({size, &device, external->name, -1});
       } else {
         decision.placement = NncPlacement::kNoFit;
-        memories.push_back({size, &device, &buffer->names[0],
-                            storages.Create(item.group)});
+        memories.push_back(
+            {size, &device, &buffer->names[0], storages.Create(item.group)});
       }
     }
     held.emplace(item.end, taken++, memory);
@@ -151,8 +149,8 @@ absl::StatusOr<Plan> PlanNnc(const Problem& problem, const Program& program,
 
 }  // namespace
 
-absl::StatusOr<Plan> NncPlanner::PlanProblem(
-    const Problem& problem, const PlanContext& context) const {
+absl::StatusOr<Plan> NncPlanner::PlanProblem(const Problem& problem,
+                                             const PlanContext& context) const {
   return PlanOverProgram(problem, context, name(), [&](const Program& program) {
     return PlanNnc(problem, program, context);
   });

@@ -58,23 +58,23 @@ struct LiveItem {
 
 // One pool being built.
 struct PoolState {
-  Bytes height = 0;                  // bytes: its buffers' highest end
-  size_t hull_begin = 0;             // slots [hull_begin, hull_end)
+  Bytes height = 0;       // bytes: its buffers' highest end
+  size_t hull_begin = 0;  // slots [hull_begin, hull_end)
   size_t hull_end = 0;
-  std::vector<LiveItem> live;        // by offset
-  std::vector<int32_t> members;      // problem buffer indices
-  bool fixed = false;                // an output's or a data-dependent one's
-  int32_t newer = -1, older = -1;    // the list of pools, newest first
+  std::vector<LiveItem> live;      // by offset
+  std::vector<int32_t> members;    // problem buffer indices
+  bool fixed = false;              // an output's or a data-dependent one's
+  int32_t newer = -1, older = -1;  // the list of pools, newest first
 };
 
 // Where a buffer would go in a pool, and what it costs.
 struct Trial {
   int32_t pool = -1;
   Bytes offset = 0;
-  Bytes height = 0;   // the pool's height with the buffer
-  size_t begin = 0;   // the pool's hull with the buffer
+  Bytes height = 0;  // the pool's height with the buffer
+  size_t begin = 0;  // the pool's hull with the buffer
   size_t end = 0;
-  int64_t cost = 0;   // bytes x positions the pool's charge grows by
+  int64_t cost = 0;  // bytes x positions the pool's charge grows by
 };
 
 // Plans the buffers of one device.
@@ -160,7 +160,8 @@ class DevicePartition {
       points.push_back(begin);
       if (end != kNeverFreed) points.push_back(end);
     };
-    for (int32_t b : buffers) add(timeline.spans[b].begin, timeline.spans[b].end);
+    for (int32_t b : buffers)
+      add(timeline.spans[b].begin, timeline.spans[b].end);
     if (unplanned != nullptr) {
       for (const MemoryBlock& block : unplanned->blocks) {
         add(block.begin, block.end);
@@ -286,7 +287,8 @@ class DevicePartition {
     for (int32_t p = newest_; p >= 0 && tried < PartitionPlanner::kTrialPools;
          p = pools_[p].older, ++tried) {
       std::optional<Trial> trial = Try(b, p);
-      if (trial.has_value() && (!best.has_value() || trial->cost < best->cost)) {
+      if (trial.has_value() &&
+          (!best.has_value() || trial->cost < best->cost)) {
         best = trial;
       }
     }
@@ -338,10 +340,10 @@ PlannerCapabilities PartitionPlanner::capabilities() const {
 
 absl::Status PartitionPlanner::CanPlan(const Problem& problem) const {
   if (problem.pool_mode != PoolMode::kIntermediates) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.pool_mode: the pool partitioning plans pool mode "
-        "intermediates only, not ",
-        PoolModeName(problem.pool_mode)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.pool_mode: the pool partitioning plans pool mode "
+                     "intermediates only, not ",
+                     PoolModeName(problem.pool_mode)));
   }
   if (options_.whole_graph_only && !problem.whole_graph) {
     return absl::InvalidArgumentError(
@@ -400,8 +402,8 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       plan.pools.emplace_back(absl::StrCat("pool", index), device, size);
     }
   }
-  plan.runs.push_back(PlannerRun{"partition", absl::StrJoin(devices, ","),
-                                 start, absl::Now()});
+  plan.runs.push_back(
+      PlannerRun{"partition", absl::StrJoin(devices, ","), start, absl::Now()});
   return WithinCapacity(problem, context, std::move(plan));
 }
 

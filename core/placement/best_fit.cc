@@ -159,7 +159,8 @@ class BestFitEngine {
         if ((r & 1) != 0) --r;
       }
     }
-    while (read_levels_end_ < levels_ && (level_read_ >> read_levels_end_) != 0) {
+    while (read_levels_end_ < levels_ &&
+           (level_read_ >> read_levels_end_) != 0) {
       ++read_levels_end_;
     }
     leaf_level_.Resize(leaves_);
@@ -636,9 +637,8 @@ class BestFitEngine {
     leaf_level_.EmptyRange(released_before_, leaf, leaf_pool_, release);
     for (int level = 1; level < read_levels_end_; ++level) {
       if (!LevelRead(level)) continue;
-      inner_levels_[level].EmptyRange(released_before_ >> level,
-                                      leaf >> level, node_pool_,
-                                      [&](Node& node) {
+      inner_levels_[level].EmptyRange(released_before_ >> level, leaf >> level,
+                                      node_pool_, [&](Node& node) {
                                         release(node.own);
                                         release(node.sub);
                                       });
@@ -713,8 +713,7 @@ class BestFitEngine {
   // Prefetches the first lines of a union's block.
   void PrefetchBlock(const ByteUnion& byte_union) {
     if (byte_union.size < 2) return;
-    const char* const first =
-        reinterpret_cast<const char*>(byte_union.block);
+    const char* const first = reinterpret_cast<const char*>(byte_union.block);
     const size_t bytes =
         std::min<size_t>(byte_union.size, 16) * sizeof(ByteInterval);
     for (size_t line = 0; line < bytes; line += 64) {
@@ -731,8 +730,8 @@ class BestFitEngine {
     size_t g = static_cast<size_t>(
         FirstEndingAfter(gaps, gaps + free_size_, interval.lo) - gaps);
     const auto fits = [&](Bytes lo, Bytes hi) {
-      return lo < hi &&
-             (hi == kUnbounded || AlignUpPow2(lo, job.alignment()) + job.size <= hi);
+      return lo < hi && (hi == kUnbounded ||
+                         AlignUpPow2(lo, job.alignment()) + job.size <= hi);
     };
     while (g < free_size_ && gaps[g].lo < interval.hi) {
       const ByteInterval gap = gaps[g];
@@ -777,7 +776,8 @@ class BestFitEngine {
     }
     ByteInterval* out = next_free_.data();
     const auto keep = [&](Bytes lo, Bytes hi) {
-      if (hi == kUnbounded || AlignUpPow2(lo, job.alignment()) + job.size <= hi) {
+      if (hi == kUnbounded ||
+          AlignUpPow2(lo, job.alignment()) + job.size <= hi) {
         *out++ = ByteInterval{lo, hi};
       }
     };
@@ -854,8 +854,7 @@ struct OrderPlacer::Engine {
   BestFitEngine engine;
 };
 
-OrderPlacer::OrderPlacer(const PlacementProblem& problem)
-    : problem_(problem) {}
+OrderPlacer::OrderPlacer(const PlacementProblem& problem) : problem_(problem) {}
 
 OrderPlacer::~OrderPlacer() = default;
 

@@ -60,9 +60,12 @@ enum class BestFitOrder {
 // traces, and the portfolio stops at the first order that meets the lower
 // bound or, as an anytime step, when its time is up.
 inline constexpr BestFitOrder kAllBestFitOrders[] = {
-    BestFitOrder::kContentionDescending,  BestFitOrder::kContentionBandDescending,
-    BestFitOrder::kSizeDescending,        BestFitOrder::kLengthDescending,
-    BestFitOrder::kAreaDescending,        BestFitOrder::kProgramOrder,
+    BestFitOrder::kContentionDescending,
+    BestFitOrder::kContentionBandDescending,
+    BestFitOrder::kSizeDescending,
+    BestFitOrder::kLengthDescending,
+    BestFitOrder::kAreaDescending,
+    BestFitOrder::kProgramOrder,
 };
 
 // How the segment-tree engine (below) sequences its work. An item's offset

@@ -37,8 +37,9 @@ int PortfolioThreads(const PlacementProblem& problem,
   if (context.work_left != nullptr) return 1;
   if (threads == 0) {
     if (problem.items.size() < kParallelItems) return 1;
-    threads = std::min<int>(kMaxPortfolioThreads,
-                            static_cast<int>(std::thread::hardware_concurrency()));
+    threads =
+        std::min<int>(kMaxPortfolioThreads,
+                      static_cast<int>(std::thread::hardware_concurrency()));
   }
   return std::clamp(threads, 1, static_cast<int>(std::size(kAllBestFitOrders)));
 }
@@ -48,13 +49,12 @@ int PortfolioThreads(const PlacementProblem& problem,
 absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
                                            const PlanContext& context,
                                            BestFitOrder* winner,
-                                           absl::Time stop_after,
-                                           int threads) {
+                                           absl::Time stop_after, int threads) {
   constexpr size_t kOrders = std::size(kAllBestFitOrders);
   // No placement is lower than the bound, and ties go to the order listed
   // first, so the first order to reach it wins: later ones need not run.
   const Bytes bound = PlacementLowerBound(problem);
-  std::atomic<size_t> next{0};  // the next order to start
+  std::atomic<size_t> next{0};                  // the next order to start
   std::atomic<size_t> first_at_bound{kOrders};  // lowest order at the bound
   std::atomic<bool> failed{false};  // an order failed: start no more
   // Set for the orders after one that reached the bound: they cannot win.
@@ -144,7 +144,8 @@ absl::StatusOr<Placement> BestFitPortfolio(const PlacementProblem& problem,
     for (std::thread& worker : workers) worker.join();
   }
   if (error_order < kOrders) return error;
-  if (best_order == kOrders) return absl::InternalError("no best-fit order ran");
+  if (best_order == kOrders)
+    return absl::InternalError("no best-fit order ran");
   if (winner != nullptr) *winner = kAllBestFitOrders[best_order];
   return best;
 }

@@ -52,8 +52,7 @@ void AddToUnion(ByteUnion& byte_union, Bytes lo, Bytes hi,
       ByteInterval* const grown = arena.Allocate(u.capacity_log2 + 1);
       ByteInterval* const copy = grown;
       std::copy(intervals, intervals + position, copy);
-      std::copy(intervals + position, intervals + u.size,
-                copy + position + 1);
+      std::copy(intervals + position, intervals + u.size, copy + position + 1);
       arena.Release(u.block, u.capacity_log2);
       u.block = grown;
       ++u.capacity_log2;

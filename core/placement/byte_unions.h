@@ -82,8 +82,8 @@ class IntervalArena {
   const uint64_t chunk_intervals_;
   std::vector<HugeArray<ByteInterval>> shared_;  // kept by Clear
   std::vector<HugeArray<ByteInterval>> large_;   // a block each
-  uint64_t current_ = 0;  // the shared chunk blocks are cut from
-  uint64_t used_ = 0;     // intervals of it handed out
+  uint64_t current_ = 0;                 // the shared chunk blocks are cut from
+  uint64_t used_ = 0;                    // intervals of it handed out
   std::vector<ByteInterval*> free_[64];  // by capacity_log2
 };
 
@@ -109,8 +109,8 @@ struct ByteUnion {
   // [first interval's lo, last interval's hi); with size 1, the interval.
   ByteInterval span = {0, 0};
   ByteInterval* block = nullptr;  // the intervals, from the arena; size >= 2
-  uint32_t size = 0;           // number of intervals
-  uint32_t capacity_log2 = 0;  // the block holds 2^capacity_log2
+  uint32_t size = 0;              // number of intervals
+  uint32_t capacity_log2 = 0;     // the block holds 2^capacity_log2
 
   Bytes hi() const { return span.hi; }
 };

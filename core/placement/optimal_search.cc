@@ -68,13 +68,13 @@ absl::Status ValidateInput(const PlacementProblem& problem,
     const PlacementItem& item = problem.items[i];
     if (item.size < 0 || item.size > kMaxBufferBytes) {
       return absl::InvalidArgumentError(
-          absl::StrCat("items[", i, "].size: ", item.size,
-                       " is not in [0, ", kMaxBufferBytes, "]"));
+          absl::StrCat("items[", i, "].size: ", item.size, " is not in [0, ",
+                       kMaxBufferBytes, "]"));
     }
     if (item.live_range.begin > item.live_range.end) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "items[", i, "].live_range: [", item.live_range.begin, ",",
-          item.live_range.end, ") ends before it begins"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("items[", i, "].live_range: [", item.live_range.begin,
+                       ",", item.live_range.end, ") ends before it begins"));
     }
     if (!IsPowerOfTwo(item.alignment) || item.alignment > kMaxAlignment) {
       return absl::InvalidArgumentError(
@@ -175,16 +175,16 @@ struct PartData {
   int n = 0;
   std::vector<Bytes> size;
   std::vector<Bytes> alignment;
-  std::vector<Bytes> fixed;          // -1 when not pinned
-  std::vector<int> first_section;    // the item covers sections
-  std::vector<int> end_section;      //   [first_section, end_section)
-  std::vector<Timestep> length;      // timesteps live
-  std::vector<Bytes> pressure;       // highest section load it covers
-  std::vector<int> twin_before;      // identical unpinned item before, or -1
-  std::vector<int> neighbor_begin;   // neighbors[neighbor_begin[x]..[x+1])
-  std::vector<int> neighbors;        // items that meet x in time
-  std::vector<int> by_first;         // items by first section
-  std::vector<int> by_first_at;      // by_first index of section s's first
+  std::vector<Bytes> fixed;         // -1 when not pinned
+  std::vector<int> first_section;   // the item covers sections
+  std::vector<int> end_section;     //   [first_section, end_section)
+  std::vector<Timestep> length;     // timesteps live
+  std::vector<Bytes> pressure;      // highest section load it covers
+  std::vector<int> twin_before;     // identical unpinned item before, or -1
+  std::vector<int> neighbor_begin;  // neighbors[neighbor_begin[x]..[x+1])
+  std::vector<int> neighbors;       // items that meet x in time
+  std::vector<int> by_first;        // items by first section
+  std::vector<int> by_first_at;     // by_first index of section s's first
   std::vector<Bytes> section_load;
   int num_sections = 0;
   Bytes lower_bound = 0;  // highest section load or pinned top
@@ -251,7 +251,8 @@ bool BuildPartData(const PlacementProblem& problem, std::vector<size_t> members,
     return d.first_section[a] < d.first_section[b];
   });
   d.by_first_at.assign(d.num_sections + 1, n);
-  for (int k = n - 1; k >= 0; --k) d.by_first_at[d.first_section[d.by_first[k]]] = k;
+  for (int k = n - 1; k >= 0; --k)
+    d.by_first_at[d.first_section[d.by_first[k]]] = k;
   for (int s = d.num_sections - 1; s >= 0; --s) {
     d.by_first_at[s] = std::min(d.by_first_at[s], d.by_first_at[s + 1]);
   }
@@ -425,9 +426,9 @@ class PartSearch {
     int prev_last_rank = -1;  // last_rank_ before this node
     int lo = 0;               // sections [lo, hi) of the group it places
     int hi = 0;
-    Bytes capacity = 0;       // less what enclosing nodes set aside
-    int group_of = -1;        // stack index of the split frame, or -1
-    int tops_of = -1;         // places the items this split frame set aside
+    Bytes capacity = 0;  // less what enclosing nodes set aside
+    int group_of = -1;   // stack index of the split frame, or -1
+    int tops_of = -1;    // places the items this split frame set aside
     bool expanded = false;
     bool split = false;
     bool closed = false;        // pruned, or its group complete
@@ -437,7 +438,7 @@ class PartSearch {
     size_t next = 0;          // next candidate, or current group of a split
     size_t groups_begin = 0;  // groups_ [groups_begin, groups_end)
     size_t groups_end = 0;
-    size_t tops_begin = 0;    // tops_ [tops_begin, tops_end): set aside
+    size_t tops_begin = 0;  // tops_ [tops_begin, tops_end): set aside
     size_t tops_end = 0;
     Key key;
   };
@@ -445,8 +446,7 @@ class PartSearch {
   enum class Expansion { kPruned, kCandidates, kSplit, kComplete };
 
   Bytes CanonicalOffset(int x) const {
-    return d_.fixed[x] >= 0 ? d_.fixed[x]
-                            : AlignUp(floor_[x], d_.alignment[x]);
+    return d_.fixed[x] >= 0 ? d_.fixed[x] : AlignUp(floor_[x], d_.alignment[x]);
   }
   // (offset, rank of x) precedes (last_, last_rank_): x cannot come next.
   bool Stuck(Bytes offset, int x) const {
@@ -485,8 +485,8 @@ class PartSearch {
   std::vector<Bytes> floor_;
   std::vector<Bytes> offset_;
   std::vector<std::pair<int, Bytes>> undo_;  // (item, previous floor)
-  std::vector<Bytes> remaining_;  // active load per section
-  std::vector<int> crossing_;     // active items crossing each boundary
+  std::vector<Bytes> remaining_;             // active load per section
+  std::vector<int> crossing_;  // active items crossing each boundary
   Bytes last_ = 0;
   int last_rank_ = -1;
   Bytes capacity_ = 0;
@@ -704,11 +704,11 @@ PartSearch::Expansion PartSearch::Expand(Frame* frame) {
       }
       return most;
     };
-    std::stable_sort(groups_.begin() + groups_begin, groups_.end(),
-                     [&](const std::pair<int, int>& a,
-                         const std::pair<int, int>& b) {
-                       return load(a) > load(b);
-                     });
+    std::stable_sort(
+        groups_.begin() + groups_begin, groups_.end(),
+        [&](const std::pair<int, int>& a, const std::pair<int, int>& b) {
+          return load(a) > load(b);
+        });
     frame->groups_begin = groups_begin;
     frame->groups_end = groups_.size();
     frame->tops_begin = tops_begin;
@@ -1018,7 +1018,7 @@ bool Minimize(const PartData& data, Bytes enough, const PlanContext& context,
        *height > good && lowest < *height && !stopped; budget *= 2) {
     Bytes low = good;  // this pass probes [low, *height)
     bool first = true;
-    while (low < *height && *height > good && !stopped) {
+    while (low<*height&& * height> good && !stopped) {
       const Bytes steps = (*height - low) / granule;  // >= 1
       const Bytes target = first ? low : low + (steps - 1) / 2 * granule;
       first = false;
@@ -1136,8 +1136,8 @@ bool ImproveAroundPeak(const PlacementProblem& problem,
 
   for (const int64_t factor : kPeakWindowFactors) {
     if (*height <= enough) break;
-    const size_t size = std::min(static_cast<size_t>(factor) * at_peak,
-                                 members.size());
+    const size_t size =
+        std::min(static_cast<size_t>(factor) * at_peak, members.size());
     // The whole part is not searchable; a window this large is too slow.
     if (size == members.size() || size > kMaxPeakWindowItems) break;
     std::vector<size_t> window_members;

@@ -42,9 +42,9 @@ absl::Status CheckItems(const PlacementProblem& problem,
           absl::StrCat("items[", i, "]: size ", item.size, " is negative"));
     }
     if (item.live_range.begin > item.live_range.end) {
-      return absl::InternalError(absl::StrCat(
-          "items[", i, "]: live range [", item.live_range.begin, ",",
-          item.live_range.end, ") ends before it begins"));
+      return absl::InternalError(
+          absl::StrCat("items[", i, "]: live range [", item.live_range.begin,
+                       ",", item.live_range.end, ") ends before it begins"));
     }
     if (item.alignment <= 0) {
       return absl::InternalError(absl::StrCat(
@@ -60,14 +60,14 @@ absl::Status CheckItems(const PlacementProblem& problem,
                        " is not a multiple of its alignment ", item.alignment));
     }
     if (item.pinned() && offset != item.fixed_offset) {
-      return absl::InternalError(
-          absl::StrCat("items[", i, "]: pinned at ", item.fixed_offset,
-                       " but placed at ", offset));
+      return absl::InternalError(absl::StrCat("items[", i, "]: pinned at ",
+                                              item.fixed_offset,
+                                              " but placed at ", offset));
     }
     if (offset > std::numeric_limits<Bytes>::max() - item.size) {
-      return absl::InternalError(absl::StrCat(
-          "items[", i, "]: offset ", offset, " + size ", item.size,
-          " overflows"));
+      return absl::InternalError(absl::StrCat("items[", i, "]: offset ", offset,
+                                              " + size ", item.size,
+                                              " overflows"));
     }
   }
   return absl::OkStatus();
@@ -109,10 +109,10 @@ absl::Status CheckNoOverlap(const PlacementProblem& problem,
   auto conflict = [&](size_t a, size_t b) {
     const size_t first = std::min(a, b);
     const size_t second = std::max(a, b);
-    return absl::InternalError(absl::StrCat(
-        "items[", first, "] and items[", second,
-        "] overlap: ", Geometry(problem, placement, first), " vs ",
-        Geometry(problem, placement, second)));
+    return absl::InternalError(
+        absl::StrCat("items[", first, "] and items[", second,
+                     "] overlap: ", Geometry(problem, placement, first), " vs ",
+                     Geometry(problem, placement, second)));
   };
   for (const Event& event : events) {
     const Bytes offset = placement.offsets[event.item];
@@ -169,10 +169,9 @@ absl::Status ValidatePlacement(const PlacementProblem& problem,
                                             " but the items reach ", height));
   }
   if (height > problem.capacity) {
-    return absl::InternalError(absl::StrCat("height ", height,
-                                            " exceeds the capacity ",
-                                            problem.capacity, " by ",
-                                            height - problem.capacity));
+    return absl::InternalError(
+        absl::StrCat("height ", height, " exceeds the capacity ",
+                     problem.capacity, " by ", height - problem.capacity));
   }
   return CheckNoOverlap(problem, placement);
 }

@@ -97,8 +97,9 @@ struct SpatialTimes {
 
   // hi - lo + 1, the timesteps from lo to hi; 0 without ends.
   uint64_t span() const {
-    return ends == 0 ? 0
-                     : static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
+    return ends == 0
+               ? 0
+               : static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) + 1;
   }
   // Whether the span is at most twice the number of ends, so that a table
   // over it costs no more than the ends themselves (as with positions in a

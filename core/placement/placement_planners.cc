@@ -19,8 +19,8 @@ namespace memplan {
 namespace {
 
 // How one device's placement problem is solved.
-using PlaceFn = std::function<absl::StatusOr<Placement>(
-    const PlacementProblem&, const PlanContext&)>;
+using PlaceFn = std::function<absl::StatusOr<Placement>(const PlacementProblem&,
+                                                        const PlanContext&)>;
 
 // A problem's layouts, the placement of each, and the plan they make.
 struct SolvedLayouts {
@@ -102,9 +102,9 @@ absl::StatusOr<SolvedLayouts> SolveBestFit(
     const Problem& problem, const PlanContext& context,
     absl::Time stop_after = absl::InfiniteFuture()) {
   std::string winner;
-  PlaceFn place = [&winner, stop_after](const PlacementProblem& placement,
-                                        const PlanContext& share)
-      -> absl::StatusOr<Placement> {
+  PlaceFn place = [&winner, stop_after](
+                      const PlacementProblem& placement,
+                      const PlanContext& share) -> absl::StatusOr<Placement> {
     BestFitOrder order = BestFitOrder::kSizeDescending;
     absl::StatusOr<Placement> placed =
         BestFitPortfolio(placement, share, &order, stop_after);
@@ -113,7 +113,8 @@ absl::StatusOr<SolvedLayouts> SolveBestFit(
   };
   absl::StatusOr<SolvedLayouts> solved =
       SolveProblem(problem, place, context, "best_fit");
-  if (solved.ok()) solved->plan.planner = absl::StrCat("best_fit(", winner, ")");
+  if (solved.ok())
+    solved->plan.planner = absl::StrCat("best_fit(", winner, ")");
   return solved;
 }
 
@@ -164,8 +165,7 @@ absl::StatusOr<SearchOutcome> Search(const Problem& problem,
     SearchOptions options;
     const Placement* incumbent = nullptr;
     if (device < seed.layouts.size() &&
-        seed.layouts[device].placement.items.size() ==
-            placement.items.size()) {
+        seed.layouts[device].placement.items.size() == placement.items.size()) {
       incumbent = &seed.placements[device];
     }
     options.incumbent = incumbent;
@@ -257,7 +257,8 @@ absl::StatusOr<Plan> SearchPlanner::PlanProblem(
   // anytime step within the time budget.
   SolvedLayouts seed;
   std::vector<PlannerRun> runs;
-  if (context.incumbent != nullptr && context.incumbent->placements != nullptr) {
+  if (context.incumbent != nullptr &&
+      context.incumbent->placements != nullptr) {
     seed.layouts = context.incumbent->placements->layouts;
     seed.placements = context.incumbent->placements->placements;
     seed.plan = *context.incumbent;

@@ -1,8 +1,8 @@
 // The placement strategies: "best_fit" (a portfolio of greedy orders) and
 // the exact anytime search behind "optimal" and "auto" (composed in
 // core/composite.h and core/strategies.cc). Each maps the pool mode onto one
-// placement problem per device (core/placement/pool_layout.h), so each respects the
-// mode's sharing rules; in `intermediates` mode intermediates may use an
+// placement problem per device (core/placement/pool_layout.h), so each respects
+// the mode's sharing rules; in `intermediates` mode intermediates may use an
 // output's pool while the output is not live. Pool mode none is not
 // expressible as placement (CanPlan says so): the composites fall back on
 // Inductor's planner for it.
@@ -24,10 +24,10 @@ struct PlacementSeed {
   std::vector<Placement> placements;
 };
 
-// Runs every greedy order of core/placement/best_fit.h on each device's placement
-// problem and keeps the lowest; stats name the order that won on the first
-// device, e.g. "best_fit(size)". O(n log n) per order. The plan carries its
-// placements. Returns RESOURCE_EXHAUSTED when the plan exceeds
+// Runs every greedy order of core/placement/best_fit.h on each device's
+// placement problem and keeps the lowest; stats name the order that won on the
+// first device, e.g. "best_fit(size)". O(n log n) per order. The plan carries
+// its placements. Returns RESOURCE_EXHAUSTED when the plan exceeds
 // problem.capacity (not proven infeasible), INVALID_ARGUMENT for pool mode
 // none or an output pinned at a nonzero offset in `intermediates` mode,
 // DEADLINE_EXCEEDED / CANCELLED.
@@ -50,11 +50,11 @@ class BestFitPlanner : public Planner {
   Options options_;
 };
 
-// Exact anytime search (core/placement/optimal_search.h) until the context's search
-// deadline (or work budget), starting from context.incumbent's placements,
-// or from best fit's (anytime) when there is none: returns the lower of the
-// search's plan and its start, named "optimal", carrying its placements,
-// with proven_optimal when the search proved it minimal (pool mode
+// Exact anytime search (core/placement/optimal_search.h) until the context's
+// search deadline (or work budget), starting from context.incumbent's
+// placements, or from best fit's (anytime) when there is none: returns the
+// lower of the search's plan and its start, named "optimal", carrying its
+// placements, with proven_optimal when the search proved it minimal (pool mode
 // combined) or it equals the mode's lower bound. With a capacity it answers
 // the decision problem: a plan that fits, or RESOURCE_EXHAUSTED saying by
 // how many bytes the best plan found misses and whether no plan can fit

@@ -200,12 +200,12 @@ Plan PlanFromPlacements(const Problem& problem,
     std::vector<size_t> region_of(layout.buffers.size());
     for (size_t k = 0; k < layout.buffers.size(); ++k) {
       const Bytes offset = placement.offsets[k];
-      size_t r = std::upper_bound(layout.regions.begin(), layout.regions.end(),
-                                  offset,
-                                  [](Bytes value, const DeviceLayout::Region& region) {
-                                    return value < region.base;
-                                  }) -
-                 layout.regions.begin() - 1;
+      size_t r =
+          std::upper_bound(layout.regions.begin(), layout.regions.end(), offset,
+                           [](Bytes value, const DeviceLayout::Region& region) {
+                             return value < region.base;
+                           }) -
+          layout.regions.begin() - 1;
       region_of[k] = r;
     }
     for (size_t k = 0; k < layout.buffers.size(); ++k) {

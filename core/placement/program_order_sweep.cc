@@ -145,7 +145,7 @@ class ProgramOrderSweep {
   };
 
   const PlacementProblem& problem_;
-  absl::btree_set<ByteInterval, ByLo> live_;  // disjoint, by offset
+  absl::btree_set<ByteInterval, ByLo> live_;       // disjoint, by offset
   absl::btree_set<std::pair<Bytes, Bytes>> gaps_;  // bounded: (length, lo)
 };
 

@@ -111,7 +111,7 @@ class TimeSweep {
   size_t width_ = 1;
   std::vector<uint64_t> tree_;
   std::vector<uint32_t> next_;  // Start's scratch
-  uint32_t first_ = 0;  // the next place the sweep itself visits
+  uint32_t first_ = 0;          // the next place the sweep itself visits
   std::vector<Entry> stack_;
 };
 

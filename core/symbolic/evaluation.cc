@@ -1,7 +1,5 @@
 // ExprArena::Evaluate (core/symbolic/symbolic.h), exact in rationals of
 // int64s, and ExprArena::SymbolsOf.
-#include "core/symbolic/symbolic.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -16,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/symbolic/checked_arithmetic.h"
+#include "core/symbolic/symbolic.h"
 
 namespace memplan {
 namespace {
@@ -139,8 +138,8 @@ absl::StatusOr<int64_t> ExprArena::Evaluate(ExprId root,
       case ExprKind::kSymbol: {
         const auto it = values.find(symbols_[node.value]);
         if (it == values.end()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "symbol ", symbols_[node.value], " has no value"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("symbol ", symbols_[node.value], " has no value"));
         }
         result = Rational{it->second, 1};
         break;
@@ -178,14 +177,14 @@ absl::StatusOr<int64_t> ExprArena::Evaluate(ExprId root,
         }
         Rational quotient;
         if (!DivRational(args[0], args[1], &quotient)) return overflow(id);
-        result = node.kind == ExprKind::kDiv ? quotient
-                                             : FloorRational(quotient);
+        result =
+            node.kind == ExprKind::kDiv ? quotient : FloorRational(quotient);
         break;
       }
       case ExprKind::kPow: {
         if (!args[1].is_integer()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "non-integer power evaluating ", Snippet(id)));
+          return absl::InvalidArgumentError(
+              absl::StrCat("non-integer power evaluating ", Snippet(id)));
         }
         int64_t exponent = args[1].num;
         Rational base = args[0];
@@ -231,9 +230,9 @@ absl::StatusOr<int64_t> ExprArena::Evaluate(ExprId root,
   }
   const Rational value = memo[root];
   if (!value.is_integer()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the value ", value.num, "/", value.den, " of ", Snippet(root),
-        " is not an integer"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the value ", value.num, "/", value.den, " of ",
+                     Snippet(root), " is not an integer"));
   }
   return value.num;
 }
@@ -245,7 +244,8 @@ std::vector<std::string> ExprArena::SymbolsOf(ExprId root) const {
   while (!stack.empty()) {
     const ExprId id = stack.back();
     stack.pop_back();
-    if (nodes_[id].kind == ExprKind::kSymbol) indices.push_back(nodes_[id].value);
+    if (nodes_[id].kind == ExprKind::kSymbol)
+      indices.push_back(nodes_[id].value);
     for (ExprId op : operands(id)) {
       if (seen.insert(op).second) stack.push_back(op);
     }

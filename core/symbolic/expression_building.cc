@@ -1,7 +1,5 @@
 // ExprArena's builders (core/symbolic/symbolic.h): hash-consing and the
 // light, sound simplifications of sums, products, Max/Min and the rest.
-#include "core/symbolic/symbolic.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -14,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/symbolic/checked_arithmetic.h"
+#include "core/symbolic/symbolic.h"
 
 namespace memplan {
 namespace {
@@ -65,8 +64,8 @@ class KeyIndex {
 
 ExprId ExprArena::Make(ExprKind kind, int64_t value,
                        absl::Span<const ExprId> operands) {
-  const uint64_t hash = absl::HashOf(static_cast<uint8_t>(kind), value,
-                                     operands);
+  const uint64_t hash =
+      absl::HashOf(static_cast<uint8_t>(kind), value, operands);
   auto [it, inserted] =
       interned_.try_emplace(hash, static_cast<ExprId>(nodes_.size()));
   if (!inserted) {
@@ -95,8 +94,8 @@ ExprId ExprArena::Make(ExprKind kind, int64_t value,
   switch (kind) {
     case ExprKind::kInteger:
       node.integer_valued = true;
-      divisor = value == std::numeric_limits<int64_t>::min() ? 1
-                                                              : std::llabs(value);
+      divisor =
+          value == std::numeric_limits<int64_t>::min() ? 1 : std::llabs(value);
       break;
     case ExprKind::kSymbol:
       node.integer_valued = true;
@@ -312,10 +311,10 @@ ExprId ExprArena::Mul(absl::Span<const ExprId> factors) {
       if (!CheckedMul(c, coefficient, &product)) {
         return Make(ExprKind::kMul, 0, {Integer(coefficient), others[0]});
       }
-      scaled.push_back(rest < 0 ? Integer(product)
-                                : product == 1 ? rest
-                                               : Make(ExprKind::kMul, 0,
-                                                      MulOperands(product, rest)));
+      scaled.push_back(
+          rest < 0       ? Integer(product)
+          : product == 1 ? rest
+                         : Make(ExprKind::kMul, 0, MulOperands(product, rest)));
     }
     return Add(scaled);
   }
@@ -409,8 +408,9 @@ ExprId ExprArena::Extremum(ExprKind kind, absl::Span<const ExprId> args) {
     ExprId rest = -1;
     SplitConstant(arg, &c, &rest);
     if (rest < 0) {
-      constant = !has_constant ? c : is_max ? std::max(constant, c)
-                                            : std::min(constant, c);
+      constant = !has_constant ? c
+                 : is_max      ? std::max(constant, c)
+                               : std::min(constant, c);
       has_constant = true;
       continue;
     }

@@ -1,7 +1,5 @@
 // ExprArena::Parse (core/symbolic/symbolic.h): the lexer and the parser of
 // sympy's syntax, on an explicit stack.
-#include "core/symbolic/symbolic.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/symbolic/checked_arithmetic.h"
+#include "core/symbolic/symbolic.h"
 
 namespace memplan {
 namespace {
@@ -39,12 +38,9 @@ struct FunctionInfo {
 };
 
 constexpr FunctionInfo kFunctions[] = {
-    {"Max", Function::kMax, 1, -1},
-    {"Min", Function::kMin, 1, -1},
-    {"FloorDiv", Function::kFloorDiv, 2, 2},
-    {"Mod", Function::kMod, 2, 2},
-    {"ceiling", Function::kCeiling, 1, 1},
-    {"floor", Function::kFloor, 1, 1},
+    {"Max", Function::kMax, 1, -1},          {"Min", Function::kMin, 1, -1},
+    {"FloorDiv", Function::kFloorDiv, 2, 2}, {"Mod", Function::kMod, 2, 2},
+    {"ceiling", Function::kCeiling, 1, 1},   {"floor", Function::kFloor, 1, 1},
     {"align", Function::kAlign, 1, 1},
 };
 
@@ -91,9 +87,7 @@ bool IsIdentStart(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 Token NextToken(absl::string_view text, int32_t pos) {
   const int32_t n = static_cast<int32_t>(text.size());
@@ -143,10 +137,9 @@ Token NextToken(absl::string_view text, int32_t pos) {
 // Returns how an error message names `token`: 'text' or "the end".
 std::string Describe(absl::string_view text, const Token& token) {
   if (token.type == TokenType::kEnd) return "the end of the expression";
-  return absl::StrCat("'",
-                      absl::CHexEscape(text.substr(token.begin,
-                                                   token.end - token.begin)),
-                      "'");
+  return absl::StrCat(
+      "'", absl::CHexEscape(text.substr(token.begin, token.end - token.begin)),
+      "'");
 }
 
 absl::Status ParseError(int32_t position, absl::string_view message) {
@@ -159,9 +152,9 @@ absl::Status ParseError(int32_t position, absl::string_view message) {
 // "'//'", "Mod", ...
 absl::Status DivisionByZero(int32_t divisor_position,
                             absl::string_view divisor_of) {
-  return ParseError(divisor_position,
-                    absl::StrCat("division by zero: the divisor of ",
-                                 divisor_of, " is 0"));
+  return ParseError(
+      divisor_position,
+      absl::StrCat("division by zero: the divisor of ", divisor_of, " is 0"));
 }
 
 // An operator or an open parenthesis / call waiting on the parser's stack.
@@ -238,10 +231,9 @@ bool BinaryOp(TokenType type, Pending* op) {
 
 absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
   if (text.size() > kMaxExpressionChars) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the expression is ", text.size(),
-                     " characters long, more than the ", kMaxExpressionChars,
-                     " accepted"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the expression is ", text.size(), " characters long, more than the ",
+        kMaxExpressionChars, " accepted"));
   }
   std::vector<ExprId> values;
   // Parallel to `values`: the position of each one's first character (of
@@ -279,8 +271,8 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
       if (entry.op == Pending::kMod) return DivisionByZero(b_start, "'%'");
     }
     int64_t exponent = 0;
-    if (entry.op == Pending::kPow && is_zero(a) &&
-        IsInteger(b, &exponent) && exponent < 0) {
+    if (entry.op == Pending::kPow && is_zero(a) && IsInteger(b, &exponent) &&
+        exponent < 0) {
       return ParseError(starts.back(),
                         absl::StrCat("division by zero: '**' raises 0 to "
                                      "the negative power ",
@@ -341,9 +333,8 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
     const Token token = NextToken(text, pos);
     pos = token.end;
     if (token.type == TokenType::kBad) {
-      return ParseError(token.begin,
-                        absl::StrCat("unexpected character ",
-                                     Describe(text, token)));
+      return ParseError(token.begin, absl::StrCat("unexpected character ",
+                                                  Describe(text, token)));
     }
     if (expect_operand) {
       switch (token.type) {
@@ -384,9 +375,9 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
             continue;  // still expecting an operand: the first argument
           }
           if (function != nullptr) {
-            return ParseError(next.begin,
-                              absl::StrCat("expected '(' after ", name,
-                                           ", got ", Describe(text, next)));
+            return ParseError(
+                next.begin, absl::StrCat("expected '(' after ", name, ", got ",
+                                         Describe(text, next)));
           }
           if (IsSympyConstant(name)) {
             return ParseError(
@@ -433,10 +424,9 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
     if (token.type == TokenType::kRParen || token.type == TokenType::kComma) {
       if (absl::Status status = reduce(0, false); !status.ok()) return status;
       if (pending.empty()) {
-        return ParseError(token.begin,
-                          token.type == TokenType::kRParen
-                              ? "unmatched ')'"
-                              : "',' outside a function call");
+        return ParseError(token.begin, token.type == TokenType::kRParen
+                                           ? "unmatched ')'"
+                                           : "',' outside a function call");
       }
       PendingEntry& open_entry = pending.back();
       if (token.type == TokenType::kComma) {
@@ -517,12 +507,12 @@ absl::StatusOr<ExprId> ExprArena::Parse(absl::string_view text) {
   }
   if (absl::Status status = reduce(0, false); !status.ok()) return status;
   if (!pending.empty()) {
-    return ParseError(pending.back().position,
-                      pending.back().op == Pending::kCall
-                          ? absl::StrCat("the call of ",
-                                         pending.back().function->name,
-                                         " is not closed with ')'")
-                          : "'(' is not closed with ')'");
+    return ParseError(
+        pending.back().position,
+        pending.back().op == Pending::kCall
+            ? absl::StrCat("the call of ", pending.back().function->name,
+                           " is not closed with ')'")
+            : "'(' is not closed with ')'");
   }
   return values.back();
 }

@@ -1,7 +1,5 @@
 // ExprArena's printer (core/symbolic/symbolic.h): sympy's syntax, on an
 // explicit stack.
-#include "core/symbolic/symbolic.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -10,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/symbolic/symbolic.h"
 
 namespace memplan {
 namespace {
@@ -24,16 +23,16 @@ constexpr int kPrecAtom = 4;
 // A piece of printing work on the printer's stack.
 struct PrintTask {
   enum Type : uint8_t { kNode, kNodeAbs, kText, kInt } type;
-  ExprId id = 0;        // kNode, kNodeAbs
-  int min_prec = 0;     // kNode: parenthesize below this precedence
+  ExprId id = 0;               // kNode, kNodeAbs
+  int min_prec = 0;            // kNode: parenthesize below this precedence
   const char* text = nullptr;  // kText
-  int64_t number = 0;   // kInt
+  int64_t number = 0;          // kInt
 };
 
 // Appends |value| (also for INT64_MIN).
 void AppendAbs(std::string* out, int64_t value) {
-  const uint64_t magnitude =
-      value < 0 ? ~static_cast<uint64_t>(value) + 1 : static_cast<uint64_t>(value);
+  const uint64_t magnitude = value < 0 ? ~static_cast<uint64_t>(value) + 1
+                                       : static_cast<uint64_t>(value);
   absl::StrAppend(out, magnitude);
 }
 

@@ -95,7 +95,7 @@ class ExprArena {
   // division (Div, FloorDiv, Mod) by the constant 0 and Pow of 0 to a
   // negative constant: Evaluate refuses them, Parse never builds them.
   ExprId Integer(int64_t value);
-  ExprId Symbol(absl::string_view name);  // name as the grammar's SYMBOL
+  ExprId Symbol(absl::string_view name);       // name as the grammar's SYMBOL
   ExprId Add(absl::Span<const ExprId> terms);  // 0 terms: 0
   ExprId Add(ExprId a, ExprId b) { return Add({a, b}); }
   ExprId Mul(absl::Span<const ExprId> factors);  // 0 factors: 1
@@ -180,9 +180,9 @@ class ExprArena {
   struct Node {
     ExprKind kind;
     bool integer_valued;
-    int32_t first;    // index into operands_
-    int32_t count;    // number of operands
-    int64_t value;    // kInteger: the value; kSymbol: index; kAlign: bytes
+    int32_t first;  // index into operands_
+    int32_t count;  // number of operands
+    int64_t value;  // kInteger: the value; kSymbol: index; kAlign: bytes
     // Every value of the expression is a multiple of this (>= 1); 0 for
     // the constant 0 (a multiple of everything).
     int64_t divisor;

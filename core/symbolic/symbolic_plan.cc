@@ -161,11 +161,11 @@ absl::StatusOr<SymbolicSizes> ParseSymbolicSizes(const Problem& problem) {
       symbolic.sizes.push_back(symbolic.arena.Integer(buffer.size));
       continue;
     }
-    absl::StatusOr<ExprId> id = ParseSize(symbolic.arena, parsed,
-                                          buffer.symbolic_size, buffer.size);
+    absl::StatusOr<ExprId> id =
+        ParseSize(symbolic.arena, parsed, buffer.symbolic_size, buffer.size);
     if (!id.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          BufferLabel(problem, i), ": ", id.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(BufferLabel(problem, i), ": ", id.status().message()));
     }
     symbolic.any_symbol |= !symbolic.arena.IsInteger(*id);
     symbolic.sizes.push_back(*id);
@@ -260,9 +260,9 @@ absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan) {
 
   const size_t n = problem.buffers.size();
   if (plan.assignments.size() != n) {
-    return absl::InternalError(absl::StrCat(
-        "plan has ", plan.assignments.size(), " assignments for ", n,
-        " buffers"));
+    return absl::InternalError(
+        absl::StrCat("plan has ", plan.assignments.size(), " assignments for ",
+                     n, " buffers"));
   }
   std::vector<std::vector<int32_t>> members(plan.pools.size());
   for (size_t i = 0; i < n; ++i) {
@@ -282,8 +282,9 @@ absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan) {
   // Strategies reuse and nnc (whose plans carry their decisions) give each
   // buffer a storage of its own or one it takes over, storages back to
   // back: a storage's bytes are the Max of its buffers' (equal under
-  // reuse's key), each storage starts where the one below ends (aligned, keeping the plan's gap), as the compilers
-  // allocate them; stacking buffer by buffer would nest a Max per storage.
+  // reuse's key), each storage starts where the one below ends (aligned,
+  // keeping the plan's gap), as the compilers allocate them; stacking buffer by
+  // buffer would nest a Max per storage.
   const bool stacks_storages = plan.decisions != nullptr;
   for (size_t p = 0; p < plan.pools.size(); ++p) {
     if (stacks_storages) {
@@ -309,9 +310,9 @@ absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan) {
           end = arena.Add(offset, arena.Max(member_sizes));
           hint_end_below = storage.hint_offset + storage.hint_size;
         }
-        pool_sizes[p] = arena.Add(
-            end, arena.Integer(std::max<Bytes>(
-                     0, plan.pools[p].size - hint_end_below)));
+        pool_sizes[p] =
+            arena.Add(end, arena.Integer(std::max<Bytes>(
+                               0, plan.pools[p].size - hint_end_below)));
         continue;
       }
     }
@@ -334,8 +335,7 @@ absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan) {
       terms.reserve(below.size());
       for (int32_t c : below) {
         const Bytes gap = std::max<Bytes>(0, hint_offset - hint_end(c));
-        terms.push_back(
-            arena.Add({offsets[c], sizes[c], arena.Integer(gap)}));
+        terms.push_back(arena.Add({offsets[c], sizes[c], arena.Integer(gap)}));
       }
       const ExprId stacked =
           arena.Align(arena.Max(terms), problem.AlignmentOf(b));
@@ -364,9 +364,9 @@ absl::Status AddSymbolicPlan(const Problem& problem, Plan& plan) {
       hint_top = std::max(hint_top, hint_end(b));
     }
     const Bytes slack = std::max<Bytes>(0, plan.pools[p].size - hint_top);
-    pool_sizes[p] = ends.empty() ? arena.Integer(plan.pools[p].size)
-                                 : arena.Add(arena.Max(ends),
-                                             arena.Integer(slack));
+    pool_sizes[p] = ends.empty()
+                        ? arena.Integer(plan.pools[p].size)
+                        : arena.Add(arena.Max(ends), arena.Integer(slack));
   }
   return SetSymbolicPlan(arena, pool_sizes, offsets, plan);
 }

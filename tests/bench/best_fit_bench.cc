@@ -12,9 +12,10 @@
 //
 // Columns: wall and CPU seconds of the whole portfolio (first row of a
 // problem; from 5,000 items it runs on two threads unless --threads=1)
-// or of one order alone (the rows below it); CPU nanoseconds per n log2 n; height / lower bound - 1; the winning order; the peak resident
-// memory of the process so far (getrusage ru_maxrss); whether the
-// portfolio's placement passes ValidatePlacement.
+// or of one order alone (the rows below it); CPU nanoseconds per n log2 n;
+// height / lower bound - 1; the winning order; the peak resident memory of the
+// process so far (getrusage ru_maxrss); whether the portfolio's placement
+// passes ValidatePlacement.
 #include <sys/resource.h>
 #include <time.h>
 
@@ -64,8 +65,8 @@ double PeakRssMiB() {
 // Returns height / lower bound - 1, in percent.
 double PercentAbove(Bytes height, Bytes bound) {
   if (bound == 0) return 0;
-  return 100.0 * (static_cast<double>(height) / static_cast<double>(bound) -
-                  1.0);
+  return 100.0 *
+         (static_cast<double>(height) / static_cast<double>(bound) - 1.0);
 }
 
 // Returns the CPU time this process has used, in seconds. On a shared
@@ -96,12 +97,11 @@ Timed Time(Function function) {
 bool Report(const std::string& name, const PlacementProblem& problem) {
   const Bytes bound = PlacementLowerBound(problem);
   BestFitOrder winner;
-  const Timed portfolio =
-      Time([&] {
-        return BestFitPortfolio(problem, PlanContext(), &winner,
-                                absl::InfiniteFuture(),
-                                absl::GetFlag(FLAGS_threads));
-      });
+  const Timed portfolio = Time([&] {
+    return BestFitPortfolio(problem, PlanContext(), &winner,
+                            absl::InfiniteFuture(),
+                            absl::GetFlag(FLAGS_threads));
+  });
   if (!portfolio.placement.ok()) {
     std::printf("%s: %s\n", name.c_str(),
                 portfolio.placement.status().ToString().c_str());

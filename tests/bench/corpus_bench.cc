@@ -114,9 +114,8 @@ int Run() {
   }
   absl::StatusOr<Plan> plan = planner.PlanProblem(deep, {});
   const bool valid = plan.ok() && ValidatePlan(deep, *plan).ok();
-  std::printf(
-      "combined mode, %d outputs living to the end: %.1f ms (%s)\n",
-      kOutputs, *seconds * 1e3, valid ? "valid plan" : "INVALID PLAN");
+  std::printf("combined mode, %d outputs living to the end: %.1f ms (%s)\n",
+              kOutputs, *seconds * 1e3, valid ? "valid plan" : "INVALID PLAN");
   return valid ? 0 : 1;
 }
 

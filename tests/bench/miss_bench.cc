@@ -60,7 +60,8 @@ int Run(const std::vector<char*>& files) {
   for (size_t i = 1; i < files.size(); ++i) {
     absl::StatusOr<v1::PlanMemoryRequest> request = RequestFromFile(files[i]);
     if (!request.ok()) {
-      std::fprintf(stderr, "%s: %s\n", files[i], request.status().ToString().c_str());
+      std::fprintf(stderr, "%s: %s\n", files[i],
+                   request.status().ToString().c_str());
       return 1;
     }
     const std::string bytes = request->SerializeAsString();
@@ -82,13 +83,14 @@ int Run(const std::vector<char*>& files) {
       v1::PlanMemoryRequest parsed;
       parsed.ParseFromString(bytes);
     });
-    const double resolve = MedianMicros([&] { (void)ResolveRequest(*request); });
-    const double hash = MedianMicros([&] {
-      (void)GraphHash(problem, strategy, resolved.time_budget);
-    });
-    const double planning =
-        MedianMicros([&] { (void)planner->PlanProblem(problem, PlanContext()); });
-    const double validate = MedianMicros([&] { (void)ValidatePlan(problem, plan); });
+    const double resolve =
+        MedianMicros([&] { (void)ResolveRequest(*request); });
+    const double hash = MedianMicros(
+        [&] { (void)GraphHash(problem, strategy, resolved.time_budget); });
+    const double planning = MedianMicros(
+        [&] { (void)planner->PlanProblem(problem, PlanContext()); });
+    const double validate =
+        MedianMicros([&] { (void)ValidatePlan(problem, plan); });
     const double stats = MedianMicros([&] {
       (void)LowerBound(problem);
       (void)ModeLowerBound(problem);
@@ -99,7 +101,9 @@ int Run(const std::vector<char*>& files) {
       (void)PlanToResponse(problem, plan, info)->SerializeAsString();
     });
     std::printf("%-56s %7zu %7.1f %7.1f %7.1f %8.1f %8.1f %7.1f %8.1f %7zu\n",
-                std::string(files[i]).substr(std::string(files[i]).rfind('/') + 1).c_str(),
+                std::string(files[i])
+                    .substr(std::string(files[i]).rfind('/') + 1)
+                    .c_str(),
                 problem.buffers.size(), parse, resolve, hash, planning,
                 validate, stats, respond, response.ByteSizeLong());
   }

@@ -68,8 +68,7 @@ bool ReadCsv(const std::string& path, PlacementProblem* problem) {
         !absl::SimpleAtoi(fields[lower], &item.live_range.begin) ||
         !absl::SimpleAtoi(fields[upper], &item.live_range.end) ||
         !absl::SimpleAtoi(fields[size], &item.size)) {
-      std::fprintf(stderr, "%s: bad line \"%s\"\n", path.c_str(),
-                   line.c_str());
+      std::fprintf(stderr, "%s: bad line \"%s\"\n", path.c_str(), line.c_str());
       return false;
     }
     problem->items.push_back(item);
@@ -97,9 +96,9 @@ int Run() {
   files.push_back(dir + "/examples/input.12.csv");
 
   const bool minimize = absl::GetFlag(FLAGS_minimize);
-  std::printf("%-14s %7s %9s %9s %9s %9s %6s %6s %10s\n", "instance",
-              "buffers", "seconds", "height", "lower", "capacity", "found",
-              "proven", "nodes");
+  std::printf("%-14s %7s %9s %9s %9s %9s %6s %6s %10s\n", "instance", "buffers",
+              "seconds", "height", "lower", "capacity", "found", "proven",
+              "nodes");
   double total_seconds = 0;
   int solved = 0;
   int failures = 0;
@@ -114,8 +113,7 @@ int Run() {
     problem.capacity = minimize ? kUnboundedCapacity : capacity;
     PlanContext context;
     const absl::Time start = absl::Now();
-    context.deadline =
-        start + absl::Seconds(absl::GetFlag(FLAGS_time_limit));
+    context.deadline = start + absl::Seconds(absl::GetFlag(FLAGS_time_limit));
     absl::StatusOr<SearchResult> result =
         OptimalPlace(problem, SearchOptions(), context);
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
@@ -135,14 +133,14 @@ int Run() {
                 problem.items.size(), seconds,
                 static_cast<long long>(result->placement.height),
                 static_cast<long long>(PlacementLowerBound(problem)),
-                static_cast<long long>(capacity),
-                result->found ? "yes" : "no", proven ? "yes" : "no",
-                static_cast<long long>(result->nodes));
+                static_cast<long long>(capacity), result->found ? "yes" : "no",
+                proven ? "yes" : "no", static_cast<long long>(result->nodes));
     std::fflush(stdout);
   }
-  std::printf("total: %d of %zu instances at or under their capacity, "
-              "%.3f s\n",
-              solved, files.size(), total_seconds);
+  std::printf(
+      "total: %d of %zu instances at or under their capacity, "
+      "%.3f s\n",
+      solved, files.size(), total_seconds);
   return failures == 0 ? 0 : 1;
 }
 

@@ -92,8 +92,7 @@ int RunAll() {
       std::printf("| %s | %zu | %.4f | %.4f | %s | %.1f |\n",
                   std::filesystem::path(file).stem().c_str(),
                   problem->buffers.size(), theirs.total / bound,
-                  ours.total / bound, ours.planner.c_str(),
-                  ours.seconds * 1e3);
+                  ours.total / bound, ours.planner.c_str(), ours.seconds * 1e3);
     }
     std::printf(
         "\nworst: inductor %.4f, auto %.4f; auto's geometric mean %.5f\n\n",

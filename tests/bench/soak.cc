@@ -41,7 +41,8 @@ ABSL_FLAG(absl::Duration, duration, absl::Seconds(120),
 ABSL_FLAG(absl::Duration, probe, absl::Seconds(10),
           "how long the maximum throughput is measured (--in_flight calls "
           "in flight, each replaced at once)");
-ABSL_FLAG(double, fraction, 0.8, "the soak's rate, as a fraction of the maximum");
+ABSL_FLAG(double, fraction, 0.8,
+          "the soak's rate, as a fraction of the maximum");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(30),
           "the start of the soak after which RSS must stay flat");
 ABSL_FLAG(double, max_rss_growth_mib, 4,
@@ -108,18 +109,19 @@ int Run(const std::string& file) {
     std::fprintf(stderr, "%s\n", started.ToString().c_str());
     return 1;
   }
-  std::printf("server %s --cache_bytes=%lld; graph %s (%d buffers), every "
-              "call a new graph\n",
-              absl::GetFlag(FLAGS_server_binary).c_str(),
-              static_cast<long long>(cache_bytes), file.c_str(),
-              request->buffers_size());
+  std::printf(
+      "server %s --cache_bytes=%lld; graph %s (%d buffers), every "
+      "call a new graph\n",
+      absl::GetFlag(FLAGS_server_binary).c_str(),
+      static_cast<long long>(cache_bytes), file.c_str(),
+      request->buffers_size());
 
   LoadTestOptions options;
   options.in_flight = absl::GetFlag(FLAGS_in_flight);
   options.distinct = int64_t{1} << 40;  // never the same graph twice
   options.duration = absl::GetFlag(FLAGS_probe);
-  const absl::StatusOr<LoadTestReport> probe = RunLoadTest(
-      CreateLoadTestChannel(server.address()), *request, options);
+  const absl::StatusOr<LoadTestReport> probe =
+      RunLoadTest(CreateLoadTestChannel(server.address()), *request, options);
   if (!probe.ok()) {
     std::fprintf(stderr, "%s\n", probe.status().ToString().c_str());
     return 1;
@@ -131,8 +133,7 @@ int Run(const std::string& file) {
   // Other graphs than the probe's (which may still be in the cache): the
   // last buffer one byte larger (its symbolic_size too when that is the
   // same constant, which must equal size_bytes).
-  v1::Buffer& changed =
-      *request->mutable_buffers(request->buffers_size() - 1);
+  v1::Buffer& changed = *request->mutable_buffers(request->buffers_size() - 1);
   const bool constant =
       changed.symbolic_size() == absl::StrCat(changed.size_bytes());
   changed.set_size_bytes(changed.size_bytes() + 1);
@@ -141,17 +142,18 @@ int Run(const std::string& file) {
   options.duration = absl::GetFlag(FLAGS_duration);
   options.in_flight = absl::GetFlag(FLAGS_soak_in_flight);
   std::vector<Sample> samples;
-  const absl::StatusOr<LoadTestReport> soak = RunSampled(
-      server.address(), *request, options, server.pid(), samples);
+  const absl::StatusOr<LoadTestReport> soak =
+      RunSampled(server.address(), *request, options, server.pid(), samples);
   if (!soak.ok()) {
     std::fprintf(stderr, "%s\n", soak.status().ToString().c_str());
     return 1;
   }
-  std::printf("\nsoak at %.0f%% of the maximum, %.0f calls/s for %s (at "
-              "most %d in flight):\n%s",
-              100 * absl::GetFlag(FLAGS_fraction), options.rate,
-              absl::FormatDuration(options.duration).c_str(), options.in_flight,
-              soak->ToString().c_str());
+  std::printf(
+      "\nsoak at %.0f%% of the maximum, %.0f calls/s for %s (at "
+      "most %d in flight):\n%s",
+      100 * absl::GetFlag(FLAGS_fraction), options.rate,
+      absl::FormatDuration(options.duration).c_str(), options.in_flight,
+      soak->ToString().c_str());
 
   // RSS: every 10 s, then the verdict over what followed the warm-up.
   std::printf("\nserver RSS (MiB) by second of the soak:\n");
@@ -182,8 +184,7 @@ int Run(const std::string& file) {
         absl::StrFormat("achieved %.0f calls/s, %.1f%% of the rate",
                         soak->calls_per_second, 100 * achieved));
   const double growth_mib = (peak_after - at_warmup) / kMiB;
-  check(at_warmup > 0 &&
-            growth_mib <= absl::GetFlag(FLAGS_max_rss_growth_mib),
+  check(at_warmup > 0 && growth_mib <= absl::GetFlag(FLAGS_max_rss_growth_mib),
         absl::StrFormat("RSS %.1f MiB at %s, at most %.1f after (end %.1f): "
                         "growth %.1f MiB (limit %.1f)",
                         at_warmup / kMiB, absl::FormatDuration(warmup),
@@ -204,8 +205,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: memplan-soak [flags] [FILE]\n");
     return 2;
   }
-  return memplan::Run(args.size() == 2
-                          ? args[1]
-                          : MEMPLAN_CORPUS_DIR
-                            "/resnet18_infer.inference.intermediates.json");
+  return memplan::Run(args.size() == 2 ? args[1]
+                                       : MEMPLAN_CORPUS_DIR
+                          "/resnet18_infer.inference.intermediates.json");
 }

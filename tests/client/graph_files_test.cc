@@ -1,7 +1,6 @@
 // Tests of client/graph_files.h: MiniMalloc CSV and corpus JSON files.
 #include "client/graph_files.h"
 
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -9,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "core/types.h"
 #include "core/validator.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "proto/convert.h"
 
 namespace memplan {
@@ -32,7 +31,8 @@ void ExpectInvalid(const absl::Status& status,
 
 // Returns the path of a fresh file in the test's temporary directory holding
 // `contents`.
-std::string WriteTempFile(const std::string& name, const std::string& contents) {
+std::string WriteTempFile(const std::string& name,
+                          const std::string& contents) {
   const std::string path = ::testing::TempDir() + "/graph_files_test_" + name;
   std::ofstream(path, std::ios::binary) << contents;
   return path;
@@ -83,8 +83,9 @@ TEST(RequestFromCsvTest, RejectsBadRowsNamingTheLine) {
   ExpectInvalid(RequestFromCsv("").status(), {"header"});
   ExpectInvalid(RequestFromCsv("id,lower,end,size\n").status(),
                 {"line 1", "upper"});
-  ExpectInvalid(RequestFromCsv("id,lower,upper,size\na,0,1,1\nb,0,1\n").status(),
-                {"line 3", "columns"});
+  ExpectInvalid(
+      RequestFromCsv("id,lower,upper,size\na,0,1,1\nb,0,1\n").status(),
+      {"line 3", "columns"});
   ExpectInvalid(RequestFromCsv("id,lower,upper,size\na,0,x1,1\n").status(),
                 {"line 2", "upper", "x1"});
   ExpectInvalid(RequestFromCsv("id,lower,upper,size\na,0,1,1.5\n").status(),
@@ -308,8 +309,7 @@ TEST(ParseCorpusJsonTest, EveryCorpusFileIsAValidProblemWithAValidPlan) {
     ASSERT_TRUE(graph.ok()) << graph.status();
     const absl::StatusOr<Problem> problem = RequestToProblem(graph->request);
     ASSERT_TRUE(problem.ok()) << problem.status();
-    ASSERT_EQ(graph->expected_plan.assignments.size(),
-              problem->buffers.size());
+    ASSERT_EQ(graph->expected_plan.assignments.size(), problem->buffers.size());
     // Only bert_base_infer_dyn has offsets Inductor knew only symbolically.
     if (graph->HasCompleteExpectedPlan()) {
       EXPECT_EQ(ValidatePlan(*problem, graph->expected_plan), absl::OkStatus());
@@ -347,8 +347,8 @@ TEST(ParseCorpusJsonTest, NullOffsetsAreMarkedUnknown) {
 }
 
 TEST(RequestFromFileTest, PicksTheFormatByExtension) {
-  const absl::StatusOr<v1::PlanMemoryRequest> csv = RequestFromFile(
-      WriteTempFile("g.csv", "id,lower,upper,size\na,0,1,8\n"));
+  const absl::StatusOr<v1::PlanMemoryRequest> csv =
+      RequestFromFile(WriteTempFile("g.csv", "id,lower,upper,size\na,0,1,8\n"));
   ASSERT_TRUE(csv.ok()) << csv.status();
   EXPECT_EQ(csv->buffers_size(), 1);
   const absl::StatusOr<v1::PlanMemoryRequest> json =

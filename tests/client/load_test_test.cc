@@ -102,9 +102,10 @@ TEST_F(LoadTestTest, RejectsBadOptionsAndRequests) {
             absl::StatusCode::kInvalidArgument);
   v1::PlanMemoryRequest bad = SmallRequest();
   bad.mutable_buffers(0)->set_size_bytes(-1);
-  EXPECT_EQ(
-      RunLoadTest(server_->InProcessChannel(), bad, LoadTestOptions()).status().code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunLoadTest(server_->InProcessChannel(), bad, LoadTestOptions())
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
   options.in_flight = 1;
   options.rate = -1;
   EXPECT_EQ(RunLoadTest(server_->InProcessChannel(), SmallRequest(), options)
@@ -161,7 +162,8 @@ TEST(LoadTestWrongServerTest, FailedCallsAndWrongResponsesAreFailures) {
   EXPECT_EQ(report->failures_by_code,
             (std::map<absl::StatusCode, int64_t>{
                 {absl::StatusCode::kResourceExhausted, 10}}));
-  EXPECT_THAT(report->ToString(), HasSubstr("failed       RESOURCE_EXHAUSTED 10"));
+  EXPECT_THAT(report->ToString(),
+              HasSubstr("failed       RESOURCE_EXHAUSTED 10"));
 
   planner.status_ = grpc::Status::OK;
   planner.hash_ = "0123456789abcdef0123456789abcdef";
@@ -176,9 +178,9 @@ TEST(LoadTestWrongServerTest, FailedCallsAndWrongResponsesAreFailures) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->failures, 10);
   EXPECT_THAT(report->first_failure, HasSubstr("run past the end of pool"));
-  EXPECT_EQ(report->failures_by_code,
-            (std::map<absl::StatusCode, int64_t>{
-                {absl::StatusCode::kInternal, 10}}));
+  EXPECT_EQ(
+      report->failures_by_code,
+      (std::map<absl::StatusCode, int64_t>{{absl::StatusCode::kInternal, 10}}));
   server->Shutdown();
 }
 

@@ -16,13 +16,13 @@
 #include <utility>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/strategies.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/core/random_problems.h"
 #include "tests/server/processes.h"
 

@@ -62,10 +62,9 @@ TEST(LowerBoundTest, OneTimestepRangesAtTheSameStepAdd) {
 //   cuda:0: c [0,5) 100, d [5,9) 50 (touching) -> 100
 TEST(LowerBoundTest, PerDeviceInOrderOfFirstAppearance) {
   Problem problem;
-  problem.buffers = {MakeBuffer("a", 8, 0, 2, "cuda:1"),
-                     MakeBuffer("c", 100, 0, 5, "cuda:0"),
-                     MakeBuffer("b", 8, 1, 3, "cuda:1"),
-                     MakeBuffer("d", 50, 5, 9, "cuda:0")};
+  problem.buffers = {
+      MakeBuffer("a", 8, 0, 2, "cuda:1"), MakeBuffer("c", 100, 0, 5, "cuda:0"),
+      MakeBuffer("b", 8, 1, 3, "cuda:1"), MakeBuffer("d", 50, 5, 9, "cuda:0")};
   const std::vector<DeviceBound> bounds = LowerBoundPerDevice(problem);
   ASSERT_EQ(bounds.size(), 2u);
   EXPECT_EQ(bounds[0].device, "cuda:1");
@@ -91,7 +90,8 @@ TEST(LowerBoundTest, DeviceWithOnlyEmptyRangesHasBoundZero) {
 TEST(TotalPoolBytesTest, SumsPoolSizes) {
   Plan plan;
   EXPECT_EQ(TotalPoolBytes(plan), 0);
-  plan.pools = {{"pool0", "cuda:0", 512}, {"pool1", "cuda:1", 64},
+  plan.pools = {{"pool0", "cuda:0", 512},
+                {"pool1", "cuda:1", 64},
                 {"pool2", "cuda:0", 0}};
   EXPECT_EQ(TotalPoolBytes(plan), 576);
 }
@@ -127,7 +127,8 @@ TEST(PeakPoolBytesTest, EmptyRangesDoNotExtendOrStartAPool) {
                      MakeBuffer("b2", 64, 5, 7),
                      MakeBuffer("ghost", 64, 1, 1)};  // pool2's only buffer
   Plan plan;
-  plan.pools = {{"pool0", "cuda:0", 64}, {"pool1", "cuda:0", 64},
+  plan.pools = {{"pool0", "cuda:0", 64},
+                {"pool1", "cuda:0", 64},
                 {"pool2", "cuda:0", 4096}};
   plan.assignments = {{0, 0}, {0, 0}, {1, 0}, {2, 0}};
   EXPECT_EQ(PeakPoolBytes(problem, plan), 64);

@@ -89,9 +89,8 @@ TEST(GoldenPlansTest, EveryCorpusPlanIsTheRecordedOne) {
     ASSERT_TRUE(graph.ok()) << graph.status();
     absl::StatusOr<Problem> problem = RequestToProblem(graph->request);
     ASSERT_TRUE(problem.ok()) << problem.status();
-    for (const PoolMode mode :
-         {PoolMode::kNone, PoolMode::kIntermediates, PoolMode::kOutputs,
-          PoolMode::kCombined}) {
+    for (const PoolMode mode : {PoolMode::kNone, PoolMode::kIntermediates,
+                                PoolMode::kOutputs, PoolMode::kCombined}) {
       problem->pool_mode = mode;
       for (const Planner* planner : AllPlanners()) {
         // A fixed work budget: searches end at the same point on every run
@@ -119,12 +118,11 @@ TEST(GoldenPlansTest, EveryCorpusPlanIsTheRecordedOne) {
   EXPECT_EQ(plans, static_cast<int>(files.size() * 4 * AllPlanners().size()));
   EXPECT_EQ(kGolden.planner_version, kPlannerVersion)
       << "kPlannerVersion changed: record the digest of its plans in kGolden";
-  EXPECT_EQ(digest.value(), kGolden.digest)
-      << absl::StrFormat(
-             "the plans differ from those recorded for planner version %d: "
-             "if the change is meant, bump kPlannerVersion "
-             "(core/strategies.h) and set kGolden to {%d, 0x%016x}",
-             kGolden.planner_version, kPlannerVersion + 1, digest.value());
+  EXPECT_EQ(digest.value(), kGolden.digest) << absl::StrFormat(
+      "the plans differ from those recorded for planner version %d: "
+      "if the change is meant, bump kPlannerVersion "
+      "(core/strategies.h) and set kGolden to {%d, 0x%016x}",
+      kGolden.planner_version, kPlannerVersion + 1, digest.value());
 }
 
 }  // namespace

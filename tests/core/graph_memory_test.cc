@@ -47,8 +47,7 @@ TEST(PeakAboveEntryTest, AFreedInputMakesRoomForLaterAllocations) {
   // 500 bytes of an input freed at 1; then 400 allocated: below the entry.
   EXPECT_EQ(PeakAboveEntry({{1, kNeverFreed, 500, true}, {2, 4, 400}}, 1), 0);
   // The same allocation before the free counts.
-  EXPECT_EQ(PeakAboveEntry({{1, kNeverFreed, 500, true}, {0, 4, 400}}, 1),
-            400);
+  EXPECT_EQ(PeakAboveEntry({{1, kNeverFreed, 500, true}, {0, 4, 400}}, 1), 400);
 }
 
 // Two buffers in one pool, one in another; an extern output and an input.
@@ -118,10 +117,10 @@ TEST(WholeGraphPeaksTest, PoolsAreChargedOverTheHullOfTheirBuffers) {
   const std::vector<DeviceMemory> memory =
       PlanMemory(problem, SmallPlan(), timeline);
   ASSERT_EQ(memory.size(), 1u);
-  EXPECT_THAT(memory[0].blocks,
-              ElementsAre(MemoryBlock{2, 6, 30},
-                          MemoryBlock{4, kNeverFreed, 40, true},
-                          MemoryBlock{0, 5, 100}, MemoryBlock{1, 4, 50}));
+  EXPECT_THAT(
+      memory[0].blocks,
+      ElementsAre(MemoryBlock{2, 6, 30}, MemoryBlock{4, kNeverFreed, 40, true},
+                  MemoryBlock{0, 5, 100}, MemoryBlock{1, 4, 50}));
 }
 
 TEST(WholeGraphPeaksTest, OnePoolForEverythingRaisesThePeak) {

@@ -10,8 +10,7 @@ namespace {
 
 TEST(LiveRangesTest, SortsAndJoinsOverlappingAndTouchingRanges) {
   LiveRanges ranges({{7, 9}, {0, 3}, {3, 5}, {11, 11}, {2, 4}});
-  EXPECT_EQ(ranges.ranges(),
-            (LiveRanges::Storage{{0, 5}, {7, 9}, {11, 11}}));
+  EXPECT_EQ(ranges.ranges(), (LiveRanges::Storage{{0, 5}, {7, 9}, {11, 11}}));
   EXPECT_EQ(ranges.begin(), 0);
   EXPECT_EQ(ranges.end(), 11);
 }

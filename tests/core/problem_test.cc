@@ -55,7 +55,8 @@ TEST(ValidateProblemTest, AcceptsBoundaryValues) {
 }
 
 TEST(ValidateProblemTest, RejectsNoBuffers) {
-  ExpectInvalid(Problem{}, "buffers: empty (a request needs at least one buffer)");
+  ExpectInvalid(Problem{},
+                "buffers: empty (a request needs at least one buffer)");
 }
 
 TEST(ValidateProblemTest, RejectsBufferWithoutNames) {

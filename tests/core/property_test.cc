@@ -63,14 +63,17 @@ class PropertyTest : public ::testing::TestWithParam<PropertyParam> {
       ASSERT_TRUE(valid.ok()) << "seed " << seed << ": " << valid << "\n"
                               << *plan;
       EXPECT_GE(TotalPoolBytes(*plan), LowerBound(problem))
-          << "seed " << seed << "\n" << *plan;
+          << "seed " << seed << "\n"
+          << *plan;
       EXPECT_GE(TotalPoolBytes(*plan), ModeLowerBound(problem))
-          << "seed " << seed << "\n" << *plan;
+          << "seed " << seed << "\n"
+          << *plan;
       const LowerBounds bounds = ComputeLowerBounds(problem);
       EXPECT_EQ(bounds.plain, LowerBound(problem)) << "seed " << seed;
       EXPECT_EQ(bounds.mode, ModeLowerBound(problem)) << "seed " << seed;
       EXPECT_GE(PeakPoolBytes(problem, *plan), LowerBound(problem))
-          << "seed " << seed << "\n" << *plan;
+          << "seed " << seed << "\n"
+          << *plan;
       // The whole graph: no plan below the lower bound of its peak; the
       // planners that minimize it never above one pool per buffer.
       const bool minimizes_peak = planner().capabilities().minimizes_peak &&
@@ -82,7 +85,8 @@ class PropertyTest : public ::testing::TestWithParam<PropertyParam> {
         EXPECT_GE(peaks.baseline, peaks.lower_bound) << "seed " << seed;
         if (minimizes_peak) {
           EXPECT_LE(peaks.predicted, peaks.baseline)
-              << "seed " << seed << " on " << peaks.device << "\n" << *plan;
+              << "seed " << seed << " on " << peaks.device << "\n"
+              << *plan;
         }
       }
       const absl::StatusOr<Plan> again =

@@ -54,9 +54,8 @@ Problem RandomProblem(uint64_t seed, const RandomProblemOptions& options) {
   Problem problem;
   problem.pool_mode = options.pool_mode;
   problem.alignment = options.alignment;
-  const int64_t count = rng.Uniform(options.min_buffers,
-                                    std::max(options.min_buffers,
-                                             options.max_buffers));
+  const int64_t count = rng.Uniform(
+      options.min_buffers, std::max(options.min_buffers, options.max_buffers));
   const Timestep horizon = std::max<Timestep>(options.horizon, 1);
   const int num_devices = std::max(options.num_devices, 1);
   problem.buffers.reserve(count);

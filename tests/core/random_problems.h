@@ -35,21 +35,21 @@ class SplitMix64 {
 };
 
 struct RandomProblemOptions {
-  int min_buffers = 1;   // number of buffers, uniform in [min, max]
+  int min_buffers = 1;  // number of buffers, uniform in [min, max]
   int max_buffers = 40;
-  int num_devices = 1;   // devices "cuda:0" .. "cuda:<num_devices - 1>"
+  int num_devices = 1;           // devices "cuda:0" .. "cuda:<num_devices - 1>"
   double output_fraction = 0.2;  // chance that a buffer is a graph output
   // Outputs live until the horizon, as graph outputs do in Inductor.
   bool outputs_live_to_end = true;
-  Timestep horizon = 30;  // live ranges lie in [0, horizon]
+  Timestep horizon = 30;               // live ranges lie in [0, horizon]
   double empty_range_fraction = 0.05;  // chance of begin == end
   // Sizes, each buffer drawing one kind: zero; small (1..256 bytes); a power
   // of two (64 bytes .. 1 MiB); any size in [1, 1 MiB] (mostly not a
   // multiple of 64). Weights of each kind:
   double zero_size_fraction = 0.05;
   double small_size_fraction = 0.25;
-  double power_of_two_fraction = 0.35;  // the rest: any size
-  double extra_names_fraction = 0.1;    // chance of 1..2 extra (alias) names
+  double power_of_two_fraction = 0.35;    // the rest: any size
+  double extra_names_fraction = 0.1;      // chance of 1..2 extra (alias) names
   double data_dependent_fraction = 0.05;  // size_is_data_dependent
   PoolMode pool_mode = PoolMode::kIntermediates;
   Bytes alignment = kDefaultAlignment;

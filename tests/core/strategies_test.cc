@@ -42,8 +42,8 @@ TEST(FindPlannerTest, FindsEachStrategyByItsName) {
 }
 
 TEST(FindPlannerTest, UnknownNamesFindNothing) {
-  for (const char* name : {"", "Inductor", "best-fit", "best_fit(size)",
-                           "inductor ", "greedy"}) {
+  for (const char* name :
+       {"", "Inductor", "best-fit", "best_fit(size)", "inductor ", "greedy"}) {
     EXPECT_EQ(FindPlanner(name), nullptr) << "'" << name << "'";
   }
 }

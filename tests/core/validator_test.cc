@@ -156,10 +156,10 @@ TEST(ValidatePlanTest, RejectsPoolWithoutBuffers) {
 // [5,7) (XXX). buf6 and buf8, also in pool1, live over [0,2) only.
 TEST(ValidatePlanTest, RejectsOverlapNamingBothBuffers) {
   Problem problem;
-  problem.buffers = {MakeBuffer("buf0", 64, 0, 9), MakeBuffer("buf1", 64, 0, 9),
-                     MakeBuffer("buf4", 64, 5, 9), MakeBuffer("buf6", 64, 0, 2),
-                     MakeBuffer("buf8", 64, 0, 2),
-                     MakeBuffer("buf9", 256, 3, 7)};
+  problem.buffers = {
+      MakeBuffer("buf0", 64, 0, 9), MakeBuffer("buf1", 64, 0, 9),
+      MakeBuffer("buf4", 64, 5, 9), MakeBuffer("buf6", 64, 0, 2),
+      MakeBuffer("buf8", 64, 0, 2), MakeBuffer("buf9", 256, 3, 7)};
   Plan plan;
   plan.pools = {{"pool0", "cuda:0", 128}, {"pool1", "cuda:0", 384}};
   plan.assignments = {{0, 0}, {0, 64}, {1, 256}, {1, 0}, {1, 128}, {1, 128}};
@@ -202,9 +202,9 @@ TEST(ValidatePlanTest, RejectsOverlapAtTheSameOffset) {
 TEST(ValidatePlanTest, AdjacentBytesZeroSizesAndEmptyRangesNeverConflict) {
   Problem problem;
   problem.buffers = {MakeBuffer("a", 64, 0, 4), MakeBuffer("b", 64, 0, 4),
-                     MakeBuffer("zero", 0, 0, 4),    // size 0 inside a
+                     MakeBuffer("zero", 0, 0, 4),     // size 0 inside a
                      MakeBuffer("empty", 128, 2, 2),  // [2,2) over a and b
-                     MakeBuffer("c", 1, 4, 5)};      // after a, at its bytes
+                     MakeBuffer("c", 1, 4, 5)};       // after a, at its bytes
   Plan plan;
   plan.pools = {{"pool0", "cuda:0", 128}};
   plan.assignments = {{0, 0}, {0, 64}, {0, 0}, {0, 0}, {0, 0}};
@@ -320,13 +320,13 @@ TEST(ValidatePlanTest, PoolBoundsAllowAlignmentPaddingOfUnalignedBuffers) {
     plan.pools[0].size = 257;
     ExpectInternal(
         problem, plan,
-        absl::StrCat("pool \"pool0\": size 257 > 256: ",
-                     mode == PoolMode::kNone ? "its largest buffer"
-                                             : "its output",
-                     " buffers[0] (\"a\") of 100 bytes rounded up to the "
-                     "alignment 64, plus 64 for each of its 2 other buffers "
-                     "whose size is not a multiple of it (pool mode ",
-                     PoolModeName(mode), ")"));
+        absl::StrCat(
+            "pool \"pool0\": size 257 > 256: ",
+            mode == PoolMode::kNone ? "its largest buffer" : "its output",
+            " buffers[0] (\"a\") of 100 bytes rounded up to the "
+            "alignment 64, plus 64 for each of its 2 other buffers "
+            "whose size is not a multiple of it (pool mode ",
+            PoolModeName(mode), ")"));
   }
   // With sizes that are multiples of the alignment there is no padding.
   problem.pool_mode = PoolMode::kNone;
@@ -409,9 +409,8 @@ bool Conflict(const Problem& problem, const Plan& plan, size_t i, size_t j) {
   const Buffer& a = problem.buffers[i];
   const Buffer& b = problem.buffers[j];
   if (plan.assignments[i].pool != plan.assignments[j].pool) return false;
-  const bool in_time =
-      std::max(a.live_range.begin, b.live_range.begin) <
-      std::min(a.live_range.end, b.live_range.end);
+  const bool in_time = std::max(a.live_range.begin, b.live_range.begin) <
+                       std::min(a.live_range.end, b.live_range.end);
   const Bytes a0 = plan.assignments[i].offset, b0 = plan.assignments[j].offset;
   const bool in_bytes = std::max(a0, b0) < std::min(a0 + a.size, b0 + b.size);
   return in_time && in_bytes;
@@ -435,12 +434,12 @@ TEST(ValidatePlanTest, OverlapSweepAgreesWithAllPairs) {
     std::map<std::pair<std::string, int>, int32_t> pool_of;
     Plan plan;
     for (const Buffer& buffer : problem.buffers) {
-      const auto key = std::make_pair(buffer.device,
-                                      static_cast<int>(rng.Uniform(0, 1)));
+      const auto key =
+          std::make_pair(buffer.device, static_cast<int>(rng.Uniform(0, 1)));
       auto it = pool_of.find(key);
       if (it == pool_of.end()) {
-        it = pool_of.emplace(key, static_cast<int32_t>(plan.pools.size()))
-                 .first;
+        it =
+            pool_of.emplace(key, static_cast<int32_t>(plan.pools.size())).first;
         plan.pools.push_back(
             {absl::StrCat("pool", plan.pools.size()), buffer.device, 0});
       }
@@ -459,7 +458,8 @@ TEST(ValidatePlanTest, OverlapSweepAgreesWithAllPairs) {
     if (expect_conflict) {
       ++invalid;
       EXPECT_THAT(status.message(), HasSubstr(" overlap in "))
-          << "seed " << seed << "\n" << plan;
+          << "seed " << seed << "\n"
+          << plan;
     } else {
       ++valid;
       EXPECT_TRUE(status.ok()) << "seed " << seed << ": " << status << "\n"

@@ -7,16 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
-#include "core/types.h"
-#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
-#include "proto/convert.h"
 #include "client/graph_files.h"
+#include "core/types.h"
+#include "gmock/gmock.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "proto/convert.h"
 
 namespace memplan {
 namespace {
@@ -71,16 +71,17 @@ TEST_F(ContainerTest, ReflectionListsTheServices) {
   for (const auto& service : response.list_services_response().service()) {
     services.push_back(service.name());
   }
-  EXPECT_THAT(services, ::testing::IsSupersetOf(
-                            {"memplan.v1.MemoryPlanner", "grpc.health.v1.Health",
-                             "grpc.reflection.v1alpha.ServerReflection"}));
+  EXPECT_THAT(services,
+              ::testing::IsSupersetOf(
+                  {"memplan.v1.MemoryPlanner", "grpc.health.v1.Health",
+                   "grpc.reflection.v1alpha.ServerReflection"}));
 }
 
 // A real Inductor graph planned in the container is Inductor's own plan;
 // asked again, the container's cache answers.
 TEST_F(ContainerTest, PlansACorpusFileAsInductorDoes) {
-  const std::string file = absl::StrCat(
-      kCorpusDir, "/resnet18_infer.inference.intermediates.json");
+  const std::string file =
+      absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
   absl::StatusOr<CorpusGraph> graph = ReadCorpusFile(file);
   ASSERT_TRUE(graph.ok()) << graph.status();
   graph->request.mutable_options()->set_strategy(v1::STRATEGY_INDUCTOR);

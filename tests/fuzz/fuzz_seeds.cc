@@ -48,7 +48,8 @@ std::string Stem(const std::string& path) {
 
 // Returns `request` with only its first `count` buffers.
 v1::PlanMemoryRequest FirstBuffers(v1::PlanMemoryRequest request, int count) {
-  while (request.buffers_size() > count) request.mutable_buffers()->RemoveLast();
+  while (request.buffers_size() > count)
+    request.mutable_buffers()->RemoveLast();
   return request;
 }
 
@@ -175,8 +176,7 @@ void WriteSymbolicSeeds(SeedWriter& seeds) {
       {"zero_to_negative_power", "200 + 0**-1"},
       {"nested_by_zero", "Max(200, Min(s0, FloorDiv(s1, Max(0, 0*s2))))"},
       {"divisor_zero_at_some_shapes", "Max(200, 200*s0 // s1 + Mod(s0, s1))"},
-      {"int64_min_over_minus_one",
-       "200 + 0*((-9223372036854775807 - 1)/-1)"},
+      {"int64_min_over_minus_one", "200 + 0*((-9223372036854775807 - 1)/-1)"},
   };
   for (const auto& size : kSizes) {
     v1::PlanMemoryRequest request = SmallRequest();

@@ -22,12 +22,12 @@
 //
 // Built with libFuzzer (clang, MEMPLAN_FUZZ) or, elsewhere, with
 // replay_main.cc, which runs given files once.
+#include <google/protobuf/stubs/logging.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include <google/protobuf/stubs/logging.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -138,8 +138,8 @@ void FuzzOne(const uint8_t* data, size_t size) {
   // protobuf logs every string field that is not UTF-8 as an error; the
   // fuzzer makes them all the time.
   static const bool quiet = [] {
-    google::protobuf::SetLogHandler([](google::protobuf::LogLevel,
-                                       const char*, int, const std::string&) {});
+    google::protobuf::SetLogHandler([](google::protobuf::LogLevel, const char*,
+                                       int, const std::string&) {});
     return true;
   }();
   (void)quiet;
@@ -158,7 +158,8 @@ void FuzzOne(const uint8_t* data, size_t size) {
   for (const v1::Strategy strategy : kStrategies) {
     v1::PlanMemoryRequest variant = request;
     variant.mutable_options()->set_strategy(strategy);
-    const absl::StatusOr<v1::PlanMemoryResponse> response = PlanBudgeted(variant);
+    const absl::StatusOr<v1::PlanMemoryResponse> response =
+        PlanBudgeted(variant);
     if (!response.ok()) {
       if (!Expected(response.status())) {
         Finding(absl::StrCat(v1::Strategy_Name(strategy), ": ",
@@ -170,7 +171,8 @@ void FuzzOne(const uint8_t* data, size_t size) {
     CheckResponse(variant, *response);
     if (strategy == v1::STRATEGY_INDUCTOR ||
         strategy == v1::STRATEGY_BEST_FIT) {
-      const absl::StatusOr<v1::PlanMemoryResponse> again = PlanBudgeted(variant);
+      const absl::StatusOr<v1::PlanMemoryResponse> again =
+          PlanBudgeted(variant);
       if (!again.ok() || WithoutTime(*again) != WithoutTime(*response)) {
         Finding(absl::StrCat(v1::Strategy_Name(strategy),
                              ": planned twice, different answers"),

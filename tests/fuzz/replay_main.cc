@@ -5,9 +5,9 @@
 // read (a finding aborts the process itself).
 //
 //   plan_request_fuzzer PATH...
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>

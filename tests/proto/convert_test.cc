@@ -6,10 +6,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "core/bounds.h"
 #include "core/types.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/proto/test_requests.h"
 
 namespace memplan {
@@ -72,7 +72,7 @@ TEST(RequestToProblemTest, DefaultsAlignmentPoolModeCapacityAndPins) {
   EXPECT_EQ(problem->pool_mode, PoolMode::kIntermediates);
   EXPECT_EQ(problem->capacity, 0);  // no limit
   for (const Buffer& buffer : problem->buffers) {
-    EXPECT_EQ(buffer.alignment, 0) << buffer;     // the problem's
+    EXPECT_EQ(buffer.alignment, 0) << buffer;                // the problem's
     EXPECT_EQ(buffer.fixed_offset, std::nullopt) << buffer;  // free
   }
 }
@@ -126,8 +126,8 @@ TEST(RequestToProblemTest, MissingSizeNamesBufferAndField) {
   request.mutable_buffers(1)->clear_size_bytes();
   const absl::StatusOr<Problem> problem = RequestToProblem(request);
   ASSERT_FALSE(problem.ok());
-  EXPECT_EQ(problem.status(),
-            absl::InvalidArgumentError("buffers[1] (\"b\"): size_bytes is missing"));
+  EXPECT_EQ(problem.status(), absl::InvalidArgumentError(
+                                  "buffers[1] (\"b\"): size_bytes is missing"));
 }
 
 TEST(RequestToProblemTest, MissingLiveRangeNamesBufferAndField) {
@@ -135,8 +135,8 @@ TEST(RequestToProblemTest, MissingLiveRangeNamesBufferAndField) {
   request.mutable_buffers(2)->clear_live_range();
   const absl::StatusOr<Problem> problem = RequestToProblem(request);
   ASSERT_FALSE(problem.ok());
-  EXPECT_EQ(problem.status(),
-            absl::InvalidArgumentError("buffers[2] (\"c\"): live_range is missing"));
+  EXPECT_EQ(problem.status(), absl::InvalidArgumentError(
+                                  "buffers[2] (\"c\"): live_range is missing"));
 }
 
 TEST(RequestToProblemTest, ZeroSizeIsNotMissing) {
@@ -384,7 +384,8 @@ TEST(RequestToProblemTest, TimeBudgetLongerThanAnHour) {
 
 TEST(RequestToProblemTest, TimeBudgetThatIsNoDuration) {
   ExpectInvalid(WithTimeBudget(1, -1), {"options.time_budget", "nanos"});
-  ExpectInvalid(WithTimeBudget(0, 1000000000), {"options.time_budget", "nanos"});
+  ExpectInvalid(WithTimeBudget(0, 1000000000),
+                {"options.time_budget", "nanos"});
 }
 
 TEST(TimeBudgetTest, DefaultsTo100Milliseconds) {
@@ -485,7 +486,8 @@ TEST(PlanToResponseTest, FillsPoolsAssignmentsAndStats) {
   // 300 - 64 more at least, and a alone (100 > 64) cannot go there: so 50 +
   // 300 at t=1 (ModeLowerBound's derivation, core/bounds.h).
   EXPECT_EQ(response->stats().mode_lower_bound_bytes(), 350);
-  EXPECT_EQ(response->stats().mode_lower_bound_bytes(), ModeLowerBound(problem));
+  EXPECT_EQ(response->stats().mode_lower_bound_bytes(),
+            ModeLowerBound(problem));
   // pool0 holds the output c.
   EXPECT_EQ(response->stats().retained_bytes(), 128);
   EXPECT_EQ(response->cache(), v1::CACHE_STATUS_MISS);
@@ -530,20 +532,20 @@ TEST(PlanToResponseTest, RetainedBytesArePoolsHoldingOutputs) {
                 .retained_bytes(),
             128);
   request.mutable_buffers(1)->set_is_output(true);  // and b, in pool1
-  EXPECT_EQ(PlanToResponse(RequestToProblem(request).value(), plan,
-                           ResponseInfo())
-                .value()
-                .stats()
-                .retained_bytes(),
-            128 + 256);
+  EXPECT_EQ(
+      PlanToResponse(RequestToProblem(request).value(), plan, ResponseInfo())
+          .value()
+          .stats()
+          .retained_bytes(),
+      128 + 256);
   request.mutable_buffers(0)->set_is_output(false);  // b alone, in pool1
   request.mutable_buffers(2)->set_is_output(false);
-  EXPECT_EQ(PlanToResponse(RequestToProblem(request).value(), plan,
-                           ResponseInfo())
-                .value()
-                .stats()
-                .retained_bytes(),
-            256);
+  EXPECT_EQ(
+      PlanToResponse(RequestToProblem(request).value(), plan, ResponseInfo())
+          .value()
+          .stats()
+          .retained_bytes(),
+      256);
 }
 
 // Symbolic pool sizes and offsets go to the wire and come back; a plan

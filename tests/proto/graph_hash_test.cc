@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/time/time.h"
 #include "core/types.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "tests/proto/test_requests.h"
 
@@ -78,12 +78,11 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.capacity = 4096;
   const std::string expected =
       Le(6, 4) /* format version */ + Le(4, 4) /* planner version */ +
-      Le(7, 8) + "optimal" +
-      Le(3, 1) /* outputs */ + Le(64, 8) + Le(4096, 8) /* capacity */ +
-      Le(2500000000, 8) /* 2.5 s in ns */ + Le(512, 8) /* block */ +
-      Le(1, 8) /* one buffer */ +
-      Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(0, 1) + Le(3, 8) +
-      "cpu" + Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */ +
+      Le(7, 8) + "optimal" + Le(3, 1) /* outputs */ + Le(64, 8) +
+      Le(4096, 8) /* capacity */ + Le(2500000000, 8) /* 2.5 s in ns */ +
+      Le(512, 8) /* block */ + Le(1, 8) /* one buffer */ + Le(100, 8) +
+      Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(0, 1) + Le(3, 8) + "cpu" +
+      Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */ +
       Le(0, 8) /* no events */ + Le(0, 8) /* no unplanned buffers */;
   EXPECT_EQ(kGraphHashFormatVersion, 6u);
   EXPECT_EQ(kPlannerVersion, 4u);
@@ -113,9 +112,9 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   const std::string unplanned_input =
       GraphHashInput(problem, "optimal", absl::Milliseconds(2500));
   EXPECT_EQ(unplanned_input.substr(free_input.size() - 8),
-            Le(2, 8) + Le(300, 8) + Le(1, 8) + Le(4, 8) + Le(0, 1) +
-                Le(3, 8) + "cpu" + Le(64, 8) + Le(0, 8) + Le(3, 8) +
-                Le(1, 1) + Le(3, 8) + "cpu");
+            Le(2, 8) + Le(300, 8) + Le(1, 8) + Le(4, 8) + Le(0, 1) + Le(3, 8) +
+                "cpu" + Le(64, 8) + Le(0, 8) + Le(3, 8) + Le(1, 1) + Le(3, 8) +
+                "cpu");
 }
 
 // A dynamic request (a data-dependent size, or a symbolic size naming a
@@ -125,16 +124,14 @@ TEST(GraphHashTest, DynamicRequestsAppendTheirSymbolicSizes) {
   Problem problem;
   problem.buffers = {MakeBuffer("x", 128, 0, 2), MakeBuffer("y", 64, 1, 3)};
   problem.buffers[1].symbolic_size = "64";  // static: a plain number
-  const std::string static_input =
-      GraphHashInput(problem, "inductor", kBudget);
+  const std::string static_input = GraphHashInput(problem, "inductor", kBudget);
   EXPECT_EQ(static_input.substr(0, 4), Le(6, 4));
 
   problem.buffers[0].symbolic_size = "2*s0";
   const std::string dynamic_input =
       GraphHashInput(problem, "inductor", kBudget);
-  EXPECT_EQ(dynamic_input,
-            Le(7, 4) + static_input.substr(4) + Le(4, 8) + "2*s0" + Le(2, 8) +
-                "64");
+  EXPECT_EQ(dynamic_input, Le(7, 4) + static_input.substr(4) + Le(4, 8) +
+                               "2*s0" + Le(2, 8) + "64");
 
   problem.buffers[0].symbolic_size.clear();
   problem.buffers[0].size_is_data_dependent = true;
@@ -225,8 +222,7 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
     change(problem);
     EXPECT_NE(GraphHash(problem, "inductor", kBudget), hash) << field;
   }
-  EXPECT_NE(GraphHash(SmallProblem(), "best_fit", kBudget), hash)
-      << "strategy";
+  EXPECT_NE(GraphHash(SmallProblem(), "best_fit", kBudget), hash) << "strategy";
   EXPECT_NE(GraphHash(SmallProblem(), "inductor", absl::Milliseconds(101)),
             hash)
       << "time budget";

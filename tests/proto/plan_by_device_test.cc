@@ -31,8 +31,8 @@ Problem TwoDevices() {
 
 Plan TwoDevicesPlan() {
   Plan plan;
-  plan.pools = {{"pool0", "cuda:0", 384}, {"pool1", "cpu", 64},
-                {"pool2", "cuda:0", 64}};
+  plan.pools = {
+      {"pool0", "cuda:0", 384}, {"pool1", "cpu", 64}, {"pool2", "cuda:0", 64}};
   plan.assignments = {{1, 0}, {0, 0}, {0, 128}, {2, 0}};
   return plan;
 }

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
+#include "gtest/gtest.h"
 #include "memplan/v1/memory_planner.pb.h"
 #include "proto/convert.h"
 #include "proto/grpc_status.h"
@@ -59,7 +59,7 @@ TEST(IsFieldPathTest, FollowsTheMessageTypes) {
   EXPECT_FALSE(IsFieldPath("the", Request()));
   EXPECT_FALSE(IsFieldPath("pool_mode", Request()));  // it is options.pool_mode
   EXPECT_FALSE(IsFieldPath("buffers.size_bytes", Request()));  // no index
-  EXPECT_FALSE(IsFieldPath("options[0]", Request()));  // not repeated
+  EXPECT_FALSE(IsFieldPath("options[0]", Request()));          // not repeated
   EXPECT_FALSE(IsFieldPath("buffers[x]", Request()));
   EXPECT_FALSE(IsFieldPath("buffers[3", Request()));
   EXPECT_FALSE(IsFieldPath("buffers[3].size_bytes.more", Request()));
@@ -72,9 +72,9 @@ TEST(FieldViolationsFromMessageTest, TheThreeShapes) {
           "buffers[3] (\"buf7\"): size_bytes must be in [0, 1099511627776], "
           "got -5",
           Request()),
-      ElementsAre(FieldViolation{
-          "buffers[3].size_bytes",
-          "size_bytes must be in [0, 1099511627776], got -5"}));
+      ElementsAre(
+          FieldViolation{"buffers[3].size_bytes",
+                         "size_bytes must be in [0, 1099511627776], got -5"}));
   EXPECT_THAT(
       FieldViolationsFromMessage("options.alignment must be a power of two",
                                  Request()),
@@ -95,25 +95,26 @@ TEST(FieldViolationsFromMessageTest, TheThreeShapes) {
       ElementsAre(FieldViolation{
           "buffers[2]", "name \"a\" is also a name of buffers[0] (\"a\")"}));
   // A nameless buffer's label has no quoted name.
-  EXPECT_THAT(FieldViolationsFromMessage("buffers[4]: names is empty",
-                                         Request()),
-              ElementsAre(FieldViolation{"buffers[4].names", "names is empty"}));
+  EXPECT_THAT(
+      FieldViolationsFromMessage("buffers[4]: names is empty", Request()),
+      ElementsAre(FieldViolation{"buffers[4].names", "names is empty"}));
 }
 
 TEST(FieldViolationsFromMessageTest, NothingWhenNoFieldIsNamed) {
-  EXPECT_THAT(FieldViolationsFromMessage(
-                  "the request does not parse as a memplan.v1.PlanMemoryRequest",
-                  Request()),
-              IsEmpty());
-  EXPECT_THAT(FieldViolationsFromMessage(
-                  "pool_mode none fixes each pool at its first buffer",
-                  Request()),
-              IsEmpty());
+  EXPECT_THAT(
+      FieldViolationsFromMessage(
+          "the request does not parse as a memplan.v1.PlanMemoryRequest",
+          Request()),
+      IsEmpty());
+  EXPECT_THAT(
+      FieldViolationsFromMessage(
+          "pool_mode none fixes each pool at its first buffer", Request()),
+      IsEmpty());
   EXPECT_THAT(FieldViolationsFromMessage("", Request()), IsEmpty());
   // A label whose quoted name never closes.
-  EXPECT_THAT(FieldViolationsFromMessage("buffers[1] (\"x: size_bytes",
-                                         Request()),
-              IsEmpty());
+  EXPECT_THAT(
+      FieldViolationsFromMessage("buffers[1] (\"x: size_bytes", Request()),
+      IsEmpty());
 }
 
 TEST(FieldViolationsFromMessageTest, AHostileNameCannotInventAField) {
@@ -205,13 +206,15 @@ TEST(FieldViolationsFromMessageTest, EventsAndNodesErrors) {
   node.add_writes()->set_name("buf0");
   node.mutable_writes(0)->set_size_bytes(64);
   node.add_writes()->set_name("buf1");  // no size_bytes
-  EXPECT_THAT(FieldsOfError(nodes), ElementsAre("nodes[0].writes[1].size_bytes"));
+  EXPECT_THAT(FieldsOfError(nodes),
+              ElementsAre("nodes[0].writes[1].size_bytes"));
 }
 
 TEST(FieldViolationsFromMessageTest, GetPlanRequestsGraphHash) {
   EXPECT_THAT(
-      FieldViolationsFromMessage("graph_hash must be 32 hex characters, got \"x\"",
-                                 *v1::GetPlanRequest::descriptor()),
+      FieldViolationsFromMessage(
+          "graph_hash must be 32 hex characters, got \"x\"",
+          *v1::GetPlanRequest::descriptor()),
       ElementsAre(FieldViolation{
           "graph_hash", "graph_hash must be 32 hex characters, got \"x\""}));
 }
@@ -219,9 +222,9 @@ TEST(FieldViolationsFromMessageTest, GetPlanRequestsGraphHash) {
 TEST(WithFieldViolationsFromMessageTest, OnlyInvalidArgumentAndNoOverride) {
   const absl::Status exhausted =
       absl::ResourceExhaustedError("buffers[1] (\"b\"): size_bytes too big");
-  EXPECT_THAT(FieldViolationsOf(WithFieldViolationsFromMessage(exhausted,
-                                                               Request())),
-              IsEmpty());
+  EXPECT_THAT(
+      FieldViolationsOf(WithFieldViolationsFromMessage(exhausted, Request())),
+      IsEmpty());
   const absl::Status explicit_details = WithFieldViolations(
       absl::InvalidArgumentError("buffers[1] (\"b\"): size_bytes bad"),
       {FieldViolation{"events", "given"}});
@@ -264,9 +267,9 @@ TEST(GrpcStatusTest, DetailsTravelInAGoogleRpcStatus) {
   const absl::Status back = FromGrpcStatus(wire);
   EXPECT_EQ(back.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(back.message(), status.message());
-  EXPECT_THAT(FieldViolationsOf(back),
-              ElementsAre(FieldViolation{"buffers[1].size_bytes",
-                                         "size_bytes bad"}));
+  EXPECT_THAT(
+      FieldViolationsOf(back),
+      ElementsAre(FieldViolation{"buffers[1].size_bytes", "size_bytes bad"}));
   EXPECT_THAT(QuotaViolationsOf(back),
               ElementsAre(QuotaViolation{"buffers", "too many"}));
   EXPECT_EQ(DetailsToString(back),

@@ -6,7 +6,8 @@
 
 namespace memplan {
 
-v1::PlanMemoryRequest BuffersRequest(std::initializer_list<TestBuffer> buffers) {
+v1::PlanMemoryRequest BuffersRequest(
+    std::initializer_list<TestBuffer> buffers) {
   v1::PlanMemoryRequest request;
   for (const TestBuffer& b : buffers) {
     v1::Buffer* buffer = request.add_buffers();

@@ -45,19 +45,17 @@ static_assert(SameString(MEMPLAN_STRINGIFY(ABSL_OPTION_INLINE_NAMESPACE_NAME),
 void* Real(const char* mangled) {
   void* real = dlsym(RTLD_NEXT, mangled);
   if (real == nullptr) {
-    std::fprintf(stderr, "tsan_absl_sync: no %s after this library\n",
-                 mangled);
+    std::fprintf(stderr, "tsan_absl_sync: no %s after this library\n", mangled);
     std::abort();
   }
   return real;
 }
 
 // REAL(type, "name") is the real function, looked up once.
-#define REAL(type, name)                          \
-  ([] {                                           \
-    static const auto real =                      \
-        reinterpret_cast<type>(Real("_ZN" name)); \
-    return real;                                  \
+#define REAL(type, name)                                               \
+  ([] {                                                                \
+    static const auto real = reinterpret_cast<type>(Real("_ZN" name)); \
+    return real;                                                       \
   }())
 
 using absl::Condition;
@@ -149,30 +147,30 @@ void Mutex::LockWhen(const Condition& cond) {
 
 void Mutex::ReaderLockWhen(const Condition& cond) {
   REAL(void (*)(Mutex*, const Condition&),
-       MU "14ReaderLockWhenERKNS0_9ConditionE")(
-      this, AnnotatedCondition(cond, this).get());
+       MU "14ReaderLockWhenERKNS0_9ConditionE")
+  (this, AnnotatedCondition(cond, this).get());
   __tsan_acquire(this);
 }
 
 // The timed forms hold the mutex on return whatever they return.
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
-  const bool met = REAL(bool (*)(Mutex*, const Condition&, Duration),
-                        MU "19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
-      this, AnnotatedCondition(cond, this).get(), timeout);
+  const bool met =
+      REAL(bool (*)(Mutex*, const Condition&, Duration),
+           MU "19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
+          this, AnnotatedCondition(cond, this).get(), timeout);
   __tsan_acquire(this);
   return met;
 }
 
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
-  const bool met = REAL(bool (*)(Mutex*, const Condition&, Time),
-                        MU "20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE")(
+  const bool met = REAL(bool (*)(Mutex*, const Condition&, Time), MU
+                        "20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE")(
       this, AnnotatedCondition(cond, this).get(), deadline);
   __tsan_acquire(this);
   return met;
 }
 
-bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond,
-                                      Duration timeout) {
+bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond, Duration timeout) {
   const bool met =
       REAL(bool (*)(Mutex*, const Condition&, Duration),
            MU "25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
@@ -200,8 +198,8 @@ void Mutex::Await(const Condition& cond) {
 
 bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
   __tsan_release(this);
-  const bool met = REAL(bool (*)(Mutex*, const Condition&, Duration),
-                        MU "16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
+  const bool met = REAL(bool (*)(Mutex*, const Condition&, Duration), MU
+                        "16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE")(
       this, AnnotatedCondition(cond, this).get(), timeout);
   __tsan_acquire(this);
   return met;
@@ -226,9 +224,8 @@ void CondVar::Wait(Mutex* mu) {
 bool CondVar::WaitWithTimeout(Mutex* mu, Duration timeout) {
   __tsan_release(mu);
   const bool timed_out =
-      REAL(bool (*)(CondVar*, Mutex*, Duration),
-           CV "15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE")(this, mu,
-                                                               timeout);
+      REAL(bool (*)(CondVar*, Mutex*, Duration), CV
+           "15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE")(this, mu, timeout);
   __tsan_acquire(mu);
   return timed_out;
 }
@@ -237,8 +234,7 @@ bool CondVar::WaitWithDeadline(Mutex* mu, Time deadline) {
   __tsan_release(mu);
   const bool timed_out =
       REAL(bool (*)(CondVar*, Mutex*, Time),
-           CV "16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE")(this, mu,
-                                                            deadline);
+           CV "16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE")(this, mu, deadline);
   __tsan_acquire(mu);
   return timed_out;
 }
@@ -251,7 +247,8 @@ void Notification::Notify() {
 
 void Notification::WaitForNotification() const {
   REAL(void (*)(const Notification*),
-       "K4absl7debian312Notification19WaitForNotificationEv")(this);
+       "K4absl7debian312Notification19WaitForNotificationEv")
+  (this);
   __tsan_acquire(const_cast<Notification*>(this));
 }
 

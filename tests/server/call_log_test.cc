@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <string>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace memplan {
 namespace {

@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -17,12 +15,14 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/graph_files.h"
 #include "core/types.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "gtest/gtest.h"
 #include "proto/convert.h"
-#include "client/graph_files.h"
 #include "proto/graph_hash.h"
 #include "tests/server/processes.h"
 #include "tests/server/scrape.h"
@@ -68,7 +68,8 @@ class EndToEndTest : public ::testing::Test {
 // Parses one line of `memplan plan --output=json`.
 v1::PlanMemoryResponse ParseResponse(const std::string& line) {
   v1::PlanMemoryResponse response;
-  const auto status = google::protobuf::util::JsonStringToMessage(line, &response);
+  const auto status =
+      google::protobuf::util::JsonStringToMessage(line, &response);
   EXPECT_TRUE(status.ok()) << status.ToString() << " in " << line;
   return response;
 }
@@ -82,9 +83,8 @@ TEST_F(EndToEndTest, PlansCorpusFilesAndCsvAsInductorDoes) {
   std::ofstream(csv) << "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\n"
                         "b4,9,21,4\nb5,0,21,4\n";
 
-  const RunResult run =
-      Memplan({"plan", "--strategy=inductor", "--output=json",
-               corpus_files[0], corpus_files[1], csv});
+  const RunResult run = Memplan({"plan", "--strategy=inductor", "--output=json",
+                                 corpus_files[0], corpus_files[1], csv});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::vector<std::string> lines =
       absl::StrSplit(run.out, '\n', absl::SkipEmpty());
@@ -135,18 +135,20 @@ TEST_F(EndToEndTest, TableOutputSummarisesEachFile) {
 TEST_F(EndToEndTest, AutoPlansACorpusFile) {
   const std::string file =
       absl::StrCat(kCorpusDir, "/gpt2_train.forward.outputs.json");
-  const RunResult run = Memplan({"plan", "--strategy=auto", "--output=json", file});
+  const RunResult run =
+      Memplan({"plan", "--strategy=auto", "--output=json", file});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const absl::StatusOr<CorpusGraph> graph = ReadCorpusFile(file);
   ASSERT_TRUE(graph.ok()) << graph.status();
   const v1::PlanMemoryResponse response = ParseResponse(run.out);
   EXPECT_EQ(response.assignments_size(), graph->request.buffers_size());
   const std::string& planner = response.stats().planner();
-  EXPECT_THAT(planner, testing::AnyOf(testing::Eq("inductor"),
-                                      testing::Eq("optimal"),
-                                      testing::StartsWith("best_fit(")));
+  EXPECT_THAT(planner,
+              testing::AnyOf(testing::Eq("inductor"), testing::Eq("optimal"),
+                             testing::StartsWith("best_fit(")));
   Bytes inductor_total = 0;
-  for (const Pool& pool : graph->expected_plan.pools) inductor_total += pool.size;
+  for (const Pool& pool : graph->expected_plan.pools)
+    inductor_total += pool.size;
   EXPECT_LE(response.stats().total_pool_bytes(), inductor_total);
   EXPECT_GE(response.stats().total_pool_bytes(),
             response.stats().mode_lower_bound_bytes());
@@ -181,7 +183,8 @@ TEST_F(EndToEndTest, CapacityOnTheMiniMallocExample) {
   EXPECT_EQ(over.exit_code, 1);
   EXPECT_THAT(over.err, HasSubstr(csv));
   EXPECT_THAT(over.err, HasSubstr("RESOURCE_EXHAUSTED"));
-  EXPECT_THAT(over.err, HasSubstr("bytes more than options.capacity_bytes (11)"));
+  EXPECT_THAT(over.err,
+              HasSubstr("bytes more than options.capacity_bytes (11)"));
   EXPECT_EQ(over.out, "");
 }
 
@@ -225,7 +228,8 @@ TEST_F(EndToEndTest, TimeBudgetAndStrategyFlags) {
   EXPECT_EQ(Memplan({"plan", "--time_budget=-1s", file}).exit_code, 2);
   EXPECT_EQ(Memplan({"plan", "--capacity=-5", file}).exit_code, 2);
   // A value that is no duration: Abseil's flag parser exits (with 1).
-  const RunResult not_a_duration = Memplan({"plan", "--time_budget=soon", file});
+  const RunResult not_a_duration =
+      Memplan({"plan", "--time_budget=soon", file});
   EXPECT_NE(not_a_duration.exit_code, 0);
   EXPECT_THAT(not_a_duration.err, HasSubstr("time_budget"));
   // The server's limit: an hour at most.
@@ -246,8 +250,8 @@ TEST_F(EndToEndTest, PoolModeFlagOverridesTheFile) {
 TEST_F(EndToEndTest, BadFileFailsWithTheCodeOnStderr) {
   const std::string bad = TempPath("bad.csv");
   std::ofstream(bad) << "id,lower,upper,size\na,0,4,16\na,2,6,16\n";
-  const std::string good =
-      absl::StrCat(kCorpusDir, "/resnet18_infer_dyn.inference.intermediates.json");
+  const std::string good = absl::StrCat(
+      kCorpusDir, "/resnet18_infer_dyn.inference.intermediates.json");
   const RunResult run = Memplan({"plan", bad, good});
   EXPECT_NE(run.exit_code, 0);
   EXPECT_THAT(run.err, HasSubstr(bad));
@@ -305,17 +309,15 @@ TEST_F(EndToEndTest, LoadTestChecksEveryCall) {
   EXPECT_THAT(run.out, HasSubstr("miss 1  local 199  redis 0"));
   EXPECT_THAT(run.out, HasSubstr("p99"));
   // A request the server refuses: every call fails, exit 1.
-  const RunResult refused = Memplan({"loadtest", "--calls=10",
-                                     "--strategy=inductor", "--capacity=64",
-                                     file});
+  const RunResult refused = Memplan(
+      {"loadtest", "--calls=10", "--strategy=inductor", "--capacity=64", file});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_THAT(refused.out, HasSubstr("10 (10 failed)"));
   EXPECT_THAT(refused.out, HasSubstr("RESOURCE_EXHAUSTED"));
   // With client-side health checking the calls wait for the server's
   // first SERVING status, then go through.
-  const RunResult checked = Memplan({"loadtest", "--calls=50",
-                                     "--health_check", "--strategy=inductor",
-                                     file});
+  const RunResult checked = Memplan({"loadtest", "--calls=50", "--health_check",
+                                     "--strategy=inductor", file});
   ASSERT_EQ(checked.exit_code, 0) << checked.err << checked.out;
   EXPECT_THAT(checked.out, HasSubstr("50 (0 failed)"));
 }
@@ -325,8 +327,8 @@ TEST_F(EndToEndTest, LoadTestChecksEveryCall) {
 TEST_F(EndToEndTest, FrameWritesOneGrpcMessage) {
   const std::string file =
       absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
-  const RunResult run = RunToExit({kCliBinary, "frame", "--strategy=inductor",
-                                   file});
+  const RunResult run =
+      RunToExit({kCliBinary, "frame", "--strategy=inductor", file});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_GT(run.out.size(), 5u);
   const std::string message = run.out.substr(5);
@@ -362,10 +364,9 @@ TEST_F(EndToEndTest, TraceSvgAndHtmlFiles) {
   const std::string trace = TempPath("plan.trace.json");
   const std::string svg = TempPath("plan.svg");
   const std::string html = TempPath("plan.html");
-  const RunResult run =
-      Memplan({"plan", "--strategy=inductor", absl::StrCat("--trace=", trace),
-               absl::StrCat("--svg=", svg), absl::StrCat("--html=", html),
-               file});
+  const RunResult run = Memplan(
+      {"plan", "--strategy=inductor", absl::StrCat("--trace=", trace),
+       absl::StrCat("--svg=", svg), absl::StrCat("--html=", html), file});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const v1::PlanMemoryResponse response = ParseResponse(run.out);
   EXPECT_EQ(response.trace_json(), "");
@@ -398,8 +399,7 @@ TEST(EndToEndServerFlagsTest, TraceDirMetricsAndLogLines) {
   ASSERT_EQ(server.Start(kServerBinary,
                          {"--metrics_listen=127.0.0.1:0",
                           absl::StrCat("--trace_dir=", dir),
-                          "--trace_dir_max_bytes=100000000",
-                          "--log_level=info",
+                          "--trace_dir_max_bytes=100000000", "--log_level=info",
                           // Each line before its response goes out.
                           "--log_flush_interval=0"}),
             absl::OkStatus());
@@ -424,12 +424,12 @@ TEST(EndToEndServerFlagsTest, TraceDirMetricsAndLogLines) {
     EXPECT_TRUE(std::ifstream(absl::StrCat(dir, "/", response.graph_hash(),
                                            ".trace.json"))
                     .good());
-    EXPECT_THAT(log, HasSubstr(absl::StrCat(
-                         "method=PlanMemory code=OK graph_hash=",
-                         response.graph_hash(), " buffers=",
-                         response.assignments_size(),
-                         " devices=1 strategy=best_fit winner=",
-                         response.stats().planner(), " cache=MISS micros=")));
+    EXPECT_THAT(
+        log, HasSubstr(absl::StrCat(
+                 "method=PlanMemory code=OK graph_hash=", response.graph_hash(),
+                 " buffers=", response.assignments_size(),
+                 " devices=1 strategy=best_fit winner=",
+                 response.stats().planner(), " cache=MISS micros=")));
   }
   EXPECT_THAT(log, HasSubstr("level=warning method=PlanMemory "
                              "code=INVALID_ARGUMENT"));
@@ -455,18 +455,20 @@ TEST(EndToEndServerFlagsTest, TraceDirMetricsAndLogLines) {
       HttpGet(server.metrics_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   const std::map<std::string, double> samples = ParseSamples(*metrics);
-  EXPECT_EQ(SampleOr0(samples, "memplan_requests_total{code=\"OK\","
-                               "method=\"PlanMemory\"}"),
+  EXPECT_EQ(SampleOr0(samples,
+                      "memplan_requests_total{code=\"OK\","
+                      "method=\"PlanMemory\"}"),
             3);
-  EXPECT_EQ(SampleOr0(samples, "memplan_cache_hits_total{tier=\"local\"}"),
-            1);
+  EXPECT_EQ(SampleOr0(samples, "memplan_cache_hits_total{tier=\"local\"}"), 1);
   EXPECT_GT(SampleOr0(samples, "memplan_cache_bytes"), 0);
-  EXPECT_EQ(SampleOr0(samples, "memplan_requests_total{code=\"INVALID_"
-                               "ARGUMENT\",method=\"PlanMemory\"}"),
+  EXPECT_EQ(SampleOr0(samples,
+                      "memplan_requests_total{code=\"INVALID_"
+                      "ARGUMENT\",method=\"PlanMemory\"}"),
             1);
   EXPECT_EQ(SampleOr0(samples, "memplan_cache_misses_total"), 2);
-  EXPECT_EQ(SampleOr0(samples, "memplan_planning_duration_seconds_count{"
-                               "strategy=\"best_fit\"}"),
+  EXPECT_EQ(SampleOr0(samples,
+                      "memplan_planning_duration_seconds_count{"
+                      "strategy=\"best_fit\"}"),
             2);
   EXPECT_EQ(server.Stop(), 0) << server.stderr_text();
 }
@@ -475,10 +477,10 @@ TEST(EndToEndServerFlagsTest, LogLevelWarningLeavesOutPlannedCalls) {
   ServerProcess server;
   ASSERT_EQ(server.Start(kServerBinary, {"--log_level=warning"}),
             absl::OkStatus());
-  const RunResult run = RunToExit(
-      {kCliBinary, "plan", "--server=" + server.address(),
-       absl::StrCat(kCorpusDir,
-                    "/resnet18_infer.inference.intermediates.json")});
+  const RunResult run =
+      RunToExit({kCliBinary, "plan", "--server=" + server.address(),
+                 absl::StrCat(kCorpusDir,
+                              "/resnet18_infer.inference.intermediates.json")});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(server.Stop(), 0);
   EXPECT_THAT(server.stderr_text(), Not(HasSubstr("method=PlanMemory")));
@@ -523,9 +525,10 @@ TEST_F(EndToEndTest, ReflectionListsAndDescribesEveryService) {
   for (const auto& service : listed.list_services_response().service()) {
     services.push_back(service.name());
   }
-  EXPECT_THAT(services, ::testing::IsSupersetOf(
-                            {"memplan.v1.MemoryPlanner", "grpc.health.v1.Health",
-                             "grpc.reflection.v1alpha.ServerReflection"}));
+  EXPECT_THAT(services,
+              ::testing::IsSupersetOf(
+                  {"memplan.v1.MemoryPlanner", "grpc.health.v1.Health",
+                   "grpc.reflection.v1alpha.ServerReflection"}));
 
   const struct {
     const char* package;
@@ -553,13 +556,15 @@ TEST_F(EndToEndTest, ReflectionListsAndDescribesEveryService) {
     EXPECT_EQ(file.name(), expected.file);
     EXPECT_EQ(file.package(), expected.package);
     std::vector<std::string> declared;
-    for (const auto& service : file.service()) declared.push_back(service.name());
+    for (const auto& service : file.service())
+      declared.push_back(service.name());
     EXPECT_THAT(declared, ::testing::Contains(expected.service));
   }
 
   request.set_file_containing_symbol("no.such.Symbol");
-  EXPECT_EQ(AskReflection(server_.address(), request).error_response().error_code(),
-            static_cast<int>(grpc::StatusCode::NOT_FOUND));
+  EXPECT_EQ(
+      AskReflection(server_.address(), request).error_response().error_code(),
+      static_cast<int>(grpc::StatusCode::NOT_FOUND));
 }
 
 TEST_F(EndToEndTest, SigtermExitsZero) {

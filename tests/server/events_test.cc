@@ -6,13 +6,13 @@
 #include <string>
 
 #include "client/client.h"
+#include "client/graph_files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
-#include "client/graph_files.h"
 #include "server/server.h"
-#include "tests/proto/test_requests.h"
 #include "tests/core/test_names.h"
+#include "tests/proto/test_requests.h"
 
 namespace memplan {
 namespace {
@@ -43,9 +43,8 @@ TEST_P(CorpusEventsTest, EventsGiveTheFilesBuffers) {
             static_cast<size_t>(events.events_size()));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Corpus, CorpusEventsTest, testing::ValuesIn(CorpusFiles()),
-    CorpusFileTestName);
+INSTANTIATE_TEST_SUITE_P(Corpus, CorpusEventsTest,
+                         testing::ValuesIn(CorpusFiles()), CorpusFileTestName);
 
 // SmallRequest's buffers, shifted to begin at timestep 1 (events number
 // timesteps from 1).
@@ -95,8 +94,7 @@ TEST(EventsConvertTest, ErrorsNameTheEventAndField) {
 
   v1::PlanMemoryRequest too_big = request;
   too_big.mutable_events(0)->set_size_bytes(int64_t{1} << 41);
-  EXPECT_THAT(ConvertError(too_big),
-              HasSubstr("the buffer groups of events"));
+  EXPECT_THAT(ConvertError(too_big), HasSubstr("the buffer groups of events"));
 }
 
 TEST(EventsServiceTest, PlansLikeTheBuffersAndSaysWherePoolsLive) {
@@ -178,7 +176,8 @@ TEST(EventsServiceTest, SymbolicSizesOnEventsGiveSymbolicPlans) {
   ASSERT_EQ(got->pools_size(), expected->pools_size());
   for (int p = 0; p < got->pools_size(); ++p) {
     EXPECT_NE(got->pools(p).symbolic_size(), "");
-    EXPECT_EQ(got->pools(p).symbolic_size(), expected->pools(p).symbolic_size());
+    EXPECT_EQ(got->pools(p).symbolic_size(),
+              expected->pools(p).symbolic_size());
   }
   ASSERT_EQ(got->assignments_size(), expected->assignments_size());
   for (int i = 0; i < got->assignments_size(); ++i) {

@@ -14,8 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -24,8 +22,10 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "client/load_test.h"
-#include "tests/server/processes.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/proto/test_requests.h"
+#include "tests/server/processes.h"
 
 namespace memplan {
 namespace {
@@ -132,10 +132,9 @@ void ExpectEveryTakenCallAnswered(const LoadTestReport& report,
       << report.ToString() << log;
   const auto unavailable =
       report.failures_by_code.find(absl::StatusCode::kUnavailable);
-  EXPECT_GE(unavailable == report.failures_by_code.end()
-                ? 0
-                : unavailable->second,
-            refused)
+  EXPECT_GE(
+      unavailable == report.failures_by_code.end() ? 0 : unavailable->second,
+      refused)
       << report.ToString() << log;
 }
 

@@ -10,13 +10,13 @@
 #include <memory>
 #include <string>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "server/server.h"
-#include "tests/server/scrape.h"
 #include "tests/proto/test_requests.h"
+#include "tests/server/scrape.h"
 
 namespace memplan {
 namespace {
@@ -50,8 +50,8 @@ std::map<std::string, double> Scrape(int port) {
 
 // Returns a started in-process server with `cache_bytes` of plan cache
 // that serves its metrics on a free port.
-std::unique_ptr<Server> ServerWithMetrics(
-    int64_t cache_bytes = int64_t{256} << 20) {
+std::unique_ptr<Server> ServerWithMetrics(int64_t cache_bytes = int64_t{256}
+                                                                << 20) {
   Server::Options options;
   options.listen = "";
   options.metrics_listen = "127.0.0.1:0";
@@ -128,16 +128,18 @@ TEST(MetricsTest, GetPlanIsCountedAsALookup) {
   EXPECT_EQ(client.GetPlan(std::string(32, '0')).status().code(),
             absl::StatusCode::kNotFound);
   const std::map<std::string, double> samples = Scrape(server->metrics_port());
-  EXPECT_EQ(SampleOr0(samples, "memplan_requests_total{code=\"OK\","
-                               "method=\"GetPlan\"}"),
+  EXPECT_EQ(SampleOr0(samples,
+                      "memplan_requests_total{code=\"OK\","
+                      "method=\"GetPlan\"}"),
             1);
-  EXPECT_EQ(SampleOr0(samples, "memplan_requests_total{code=\"NOT_FOUND\","
-                               "method=\"GetPlan\"}"),
+  EXPECT_EQ(SampleOr0(samples,
+                      "memplan_requests_total{code=\"NOT_FOUND\","
+                      "method=\"GetPlan\"}"),
             1);
   EXPECT_EQ(SampleOr0(samples, kLocalHits), 1);
   EXPECT_EQ(SampleOr0(samples, kMisses), 2);  // PlanMemory's and GetPlan's
-  EXPECT_EQ(
-      SampleOr0(samples, "memplan_calls_in_flight{method=\"GetPlan\"}"), 0);
+  EXPECT_EQ(SampleOr0(samples, "memplan_calls_in_flight{method=\"GetPlan\"}"),
+            0);
 }
 
 // memplan_cache_bytes and memplan_cache_evictions_total are the plan
@@ -230,11 +232,13 @@ TEST(MetricsTest, ReadingsAndSummaryAreTheScrapedCounters) {
             "cache_evictions=0");
 
   const std::map<std::string, double> samples = Scrape(metrics.port());
-  EXPECT_EQ(SampleOr0(samples, "memplan_plans_returned_total{cache=\"local\","
-                               "method=\"PlanMemory\"}"),
+  EXPECT_EQ(SampleOr0(samples,
+                      "memplan_plans_returned_total{cache=\"local\","
+                      "method=\"PlanMemory\"}"),
             2);
-  EXPECT_EQ(SampleOr0(samples, "memplan_plans_returned_total{cache=\"redis\","
-                               "method=\"GetPlan\"}"),
+  EXPECT_EQ(SampleOr0(samples,
+                      "memplan_plans_returned_total{cache=\"redis\","
+                      "method=\"GetPlan\"}"),
             1);
   EXPECT_EQ(SampleOr0(samples, kLocalHits), 3);  // lookups, the failed one too
   EXPECT_EQ(SampleOr0(samples, "memplan_planner_runs_total"), 1);

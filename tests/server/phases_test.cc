@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "gtest/gtest.h"
 #include "absl/time/clock.h"
+#include "gtest/gtest.h"
 
 namespace memplan {
 namespace {
@@ -63,10 +63,9 @@ TEST(PhaseRecorderTest, AddedSpansStayWithinTheirParent) {
   plan.End();
   const PhaseSpan parent = plan.span();
   const absl::Time now = absl::Now();
-  phases.AddSpan("early", now - absl::Seconds(10), now + absl::Seconds(10),
-                 {}, &parent);
-  phases.AddSpan("free", now - absl::Seconds(10), now + absl::Seconds(10),
-                 {});
+  phases.AddSpan("early", now - absl::Seconds(10), now + absl::Seconds(10), {},
+                 &parent);
+  phases.AddSpan("free", now - absl::Seconds(10), now + absl::Seconds(10), {});
   phases.Finish();
   const PhaseSpan& early = phases.spans()[2];
   EXPECT_EQ(early.name, "early");

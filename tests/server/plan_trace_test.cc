@@ -17,12 +17,12 @@
 #include <utility>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "core/strategies.h"
 #include "core/bounds.h"
+#include "core/strategies.h"
 #include "google/protobuf/struct.pb.h"
+#include "gtest/gtest.h"
 #include "proto/graph_hash.h"
 #include "tests/core/random_problems.h"
 #include "tests/server/trace_reading.h"
@@ -196,7 +196,7 @@ TEST(PlanTraceTest, PhaseSpansAreCompleteEventsInMicroseconds) {
     EXPECT_DOUBLE_EQ(Number(phases[i], "dur"),
                      (spans[i].end_nanos - spans[i].begin_nanos) / 1000.0);
   }
-  EXPECT_EQ(Number(Args(phases[3]), "buffers"), 5);  // decode
+  EXPECT_EQ(Number(Args(phases[3]), "buffers"), 5);    // decode
   EXPECT_EQ(Text(Args(phases[5]), "status"), "MISS");  // cache_lookup
 }
 

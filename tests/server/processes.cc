@@ -12,16 +12,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "gtest/gtest.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "gtest/gtest.h"
 
 extern char** environ;
 
@@ -55,7 +54,8 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out,
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
   }
   std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  for (const std::string& arg : argv)
+    args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
   const int error = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr,
@@ -108,8 +108,7 @@ RunResult RunToExit(const std::vector<std::string>& argv) {
   return result;
 }
 
-bool Eventually(const std::function<bool()>& condition,
-                absl::Duration limit) {
+bool Eventually(const std::function<bool()>& condition, absl::Duration limit) {
   const absl::Time give_up = absl::Now() + limit;
   while (!condition()) {
     if (absl::Now() > give_up) return false;
@@ -125,8 +124,7 @@ int64_t ResidentBytes(pid_t pid) {
     // "   12345 kB"
     line = absl::StripAsciiWhitespace(line);
     int64_t kib = 0;
-    if (absl::ConsumeSuffix(&line, " kB") &&
-        absl::SimpleAtoi(line, &kib)) {
+    if (absl::ConsumeSuffix(&line, " kB") && absl::SimpleAtoi(line, &kib)) {
       return kib * 1024;
     }
   }

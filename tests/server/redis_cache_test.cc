@@ -8,12 +8,12 @@
 #include <memory>
 #include <string>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "proto/graph_hash.h"
 #include "server/server.h"
 #include "tests/proto/test_requests.h"
@@ -43,8 +43,8 @@ TEST(RedisValueTest, RoundTrips) {
 TEST(RedisValueTest, KeyNamesTheVersionsAndTheHash) {
   EXPECT_EQ(RedisKey(kHash, 7),
             "memplan:plan:v1:p7:0123456789abcdef0123456789abcdef");
-  EXPECT_EQ(RedisKey(kHash), absl::StrCat("memplan:plan:v1:p", kPlannerVersion,
-                                          ":", kHash));
+  EXPECT_EQ(RedisKey(kHash),
+            absl::StrCat("memplan:plan:v1:p", kPlannerVersion, ":", kHash));
   EXPECT_EQ(kRedisValueVersion, 1u);
   EXPECT_EQ(RedisOptions().planner_version, kPlannerVersion);
 }
@@ -152,7 +152,8 @@ TEST_F(RedisCacheTest, StoresWithTheTtlAndFinds) {
 TEST_F(RedisCacheTest, GarbageIsAMissAndCounted) {
   RedisCache cache(Options());
   ASSERT_TRUE(Connected(cache));
-  ASSERT_TRUE(RedisCommand(redis_.port(), {"SET", RedisKey(kHash), "junk"}).ok());
+  ASSERT_TRUE(
+      RedisCommand(redis_.port(), {"SET", RedisKey(kHash), "junk"}).ok());
   std::string other_version = EncodeRedisValue(kHash, "plan");
   other_version[4] = 9;
   ASSERT_TRUE(
@@ -180,7 +181,8 @@ TEST(RedisCacheDownTest, ADeadRedisIsSkippedQuickly) {
   options.port = FreeLoopbackPort();
   options.timeout = absl::Milliseconds(100);
   RedisCache cache(options);
-  ASSERT_TRUE(Eventually([&] { return cache.counters().connect_failures > 0; }));
+  ASSERT_TRUE(
+      Eventually([&] { return cache.counters().connect_failures > 0; }));
   const absl::Time start = absl::Now();
   EXPECT_EQ(cache.Get(kHash, start + absl::Seconds(10)).status().code(),
             absl::StatusCode::kUnavailable);
@@ -250,8 +252,8 @@ TEST_F(RedisCacheTest, ServersOfTwoPlannerVersionsNeverShareAPlan) {
     options.service.redis->planner_version = planner_version;
     auto server = std::make_unique<Server>(options);
     EXPECT_EQ(server->Start(), absl::OkStatus());
-    EXPECT_TRUE(Eventually(
-        [&] { return server->service().redis()->counters().up; }));
+    EXPECT_TRUE(
+        Eventually([&] { return server->service().redis()->counters().up; }));
     return server;
   };
   const v1::PlanMemoryRequest request = SmallRequest();
@@ -269,11 +271,11 @@ TEST_F(RedisCacheTest, ServersOfTwoPlannerVersionsNeverShareAPlan) {
   ASSERT_TRUE(Eventually([&] { return stored(kOld).ok(); }));
   old_plan->clear_cache();
   old_plan->mutable_stats()->set_planner("the planner of version N");
-  ASSERT_TRUE(RedisCommand(redis_.port(),
-                           {"SET", RedisKey(hash, kOld),
-                            EncodeRedisValue(hash,
-                                             old_plan->SerializeAsString())})
-                  .ok());
+  ASSERT_TRUE(
+      RedisCommand(redis_.port(),
+                   {"SET", RedisKey(hash, kOld),
+                    EncodeRedisValue(hash, old_plan->SerializeAsString())})
+          .ok());
 
   const std::unique_ptr<Server> new_server = start(kNew);
   MemplanClient to_new(new_server->InProcessChannel());
@@ -297,8 +299,8 @@ TEST_F(RedisCacheTest, ServersOfTwoPlannerVersionsNeverShareAPlan) {
       absl::StatusOr<v1::PlanMemoryResponse> answer =
           get == 0 ? client.PlanMemory(request) : client.GetPlan(hash);
       ASSERT_TRUE(answer.ok()) << version << ": " << answer.status();
-      EXPECT_EQ(answer->cache(), get == 0 ? v1::CACHE_STATUS_REDIS
-                                          : v1::CACHE_STATUS_LOCAL)
+      EXPECT_EQ(answer->cache(),
+                get == 0 ? v1::CACHE_STATUS_REDIS : v1::CACHE_STATUS_LOCAL)
           << version;
       answer->clear_cache();
       EXPECT_EQ(answer->SerializeAsString(), plan.SerializeAsString())

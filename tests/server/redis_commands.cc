@@ -15,8 +15,8 @@ absl::StatusOr<std::string> RedisCommand(int port,
   std::unique_ptr<redisContext, void (*)(redisContext*)> connection(
       redisConnectWithTimeout("127.0.0.1", port, timeout), redisFree);
   if (connection == nullptr || connection->err != 0) {
-    return absl::UnavailableError(
-        connection == nullptr ? "no connection" : connection->errstr);
+    return absl::UnavailableError(connection == nullptr ? "no connection"
+                                                        : connection->errstr);
   }
   redisSetTimeout(connection.get(), timeout);
   std::vector<const char*> argv;
@@ -26,9 +26,9 @@ absl::StatusOr<std::string> RedisCommand(int port,
     lengths.push_back(arg.size());
   }
   std::unique_ptr<redisReply, void (*)(void*)> reply(
-      static_cast<redisReply*>(redisCommandArgv(
-          connection.get(), static_cast<int>(argv.size()), argv.data(),
-          lengths.data())),
+      static_cast<redisReply*>(redisCommandArgv(connection.get(),
+                                                static_cast<int>(argv.size()),
+                                                argv.data(), lengths.data())),
       freeReplyObject);
   if (reply == nullptr) return absl::UnavailableError(connection->errstr);
   switch (reply->type) {
@@ -40,9 +40,9 @@ absl::StatusOr<std::string> RedisCommand(int port,
     case REDIS_REPLY_NIL:
       return absl::NotFoundError("nil");
     default:
-      return absl::UnavailableError(
-          reply->type == REDIS_REPLY_ERROR ? std::string(reply->str, reply->len)
-                                           : "unexpected reply type");
+      return absl::UnavailableError(reply->type == REDIS_REPLY_ERROR
+                                        ? std::string(reply->str, reply->len)
+                                        : "unexpected reply type");
   }
 }
 

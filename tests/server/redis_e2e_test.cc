@@ -8,18 +8,18 @@
 #include <thread>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "proto/graph_hash.h"
 #include "server/redis_cache.h"
+#include "tests/proto/test_requests.h"
 #include "tests/server/processes.h"
 #include "tests/server/redis_commands.h"
-#include "tests/proto/test_requests.h"
 
 namespace memplan {
 namespace {
@@ -45,9 +45,8 @@ class RedisEndToEndTest : public ::testing::Test {
   // Starts `server` on the test's Redis with `redis_timeout`.
   void StartServer(ServerProcess& server,
                    const std::string& redis_timeout = "2s") {
-    ASSERT_EQ(server.Start(kServerBinary,
-                           {"--redis=" + redis_.address(),
-                            "--redis_timeout=" + redis_timeout}),
+    ASSERT_EQ(server.Start(kServerBinary, {"--redis=" + redis_.address(),
+                                           "--redis_timeout=" + redis_timeout}),
               absl::OkStatus());
     ASSERT_TRUE(Eventually([&] {
       return absl::StrContains(server.stderr_text(), "connected");
@@ -56,8 +55,8 @@ class RedisEndToEndTest : public ::testing::Test {
 
   // Whether Redis holds a plan under `hash`'s key.
   bool InRedis(const std::string& hash) {
-    return RedisCommand(redis_.port(), {"EXISTS", RedisKey(hash)}).value_or("") ==
-           "1";
+    return RedisCommand(redis_.port(), {"EXISTS", RedisKey(hash)})
+               .value_or("") == "1";
   }
 
   RedisProcess redis_;
@@ -83,8 +82,7 @@ TEST_F(RedisEndToEndTest, PlannedOnOneServerHitOnTheOther) {
   EXPECT_EQ(planned->graph_hash(), RequestGraphHash(request).value());
   ASSERT_TRUE(Eventually([&] { return InRedis(planned->graph_hash()); }));
 
-  absl::StatusOr<v1::PlanMemoryResponse> shared =
-      to_other->PlanMemory(request);
+  absl::StatusOr<v1::PlanMemoryResponse> shared = to_other->PlanMemory(request);
   ASSERT_TRUE(shared.ok()) << shared.status();
   EXPECT_EQ(shared->cache(), v1::CACHE_STATUS_REDIS);
   shared->set_cache(v1::CACHE_STATUS_MISS);
@@ -113,8 +111,8 @@ TEST_F(RedisEndToEndTest, PlannedOnOneServerHitOnTheOther) {
 
   v1::PlanMemoryRequest third = Graph(2);
   ASSERT_TRUE(to_one->PlanMemory(third).ok());
-  ASSERT_TRUE(Eventually(
-      [&] { return InRedis(RequestGraphHash(third).value()); }));
+  ASSERT_TRUE(
+      Eventually([&] { return InRedis(RequestGraphHash(third).value()); }));
   third.mutable_options()->set_include_trace(true);
   const absl::StatusOr<v1::PlanMemoryResponse> traced_hit =
       to_other->PlanMemory(third);
@@ -136,9 +134,9 @@ TEST_F(RedisEndToEndTest, GarbageInRedisIsPlannedOver) {
   const v1::PlanMemoryRequest garbage = Graph(10), old_version = Graph(11);
   const std::string garbage_hash = RequestGraphHash(garbage).value();
   const std::string old_hash = RequestGraphHash(old_version).value();
-  ASSERT_TRUE(RedisCommand(redis_.port(),
-                           {"SET", RedisKey(garbage_hash), "not a plan"})
-                  .ok());
+  ASSERT_TRUE(
+      RedisCommand(redis_.port(), {"SET", RedisKey(garbage_hash), "not a plan"})
+          .ok());
   std::string old_value = EncodeRedisValue(old_hash, "whatever");
   old_value[4] = static_cast<char>(kRedisValueVersion + 1);
   ASSERT_TRUE(
@@ -188,7 +186,8 @@ TEST_F(RedisEndToEndTest, EveryCallSucceedsWhileRedisIsDownAndHitsResume) {
         ++calls;
         if (!response.ok()) {
           ++failures;
-          if (!noted.exchange(true)) first_failure = response.status().ToString();
+          if (!noted.exchange(true))
+            first_failure = response.status().ToString();
         }
       }
     });
@@ -234,7 +233,8 @@ TEST_F(RedisEndToEndTest, EveryCallSucceedsWhileRedisIsDownAndHitsResume) {
       absl::SleepFor(absl::Milliseconds(50));
     }
     return false;
-  })) << one.stderr_text() << other.stderr_text();
+  })) << one.stderr_text()
+      << other.stderr_text();
   to_one.reset();
   to_other.reset();
   EXPECT_EQ(one.Stop(), 0);
@@ -244,9 +244,9 @@ TEST_F(RedisEndToEndTest, EveryCallSucceedsWhileRedisIsDownAndHitsResume) {
 // Redis configured but never up: the server starts, plans and says so.
 TEST(RedisAbsentTest, TheServerPlansWithoutRedis) {
   ServerProcess server;
-  ASSERT_EQ(server.Start(kServerBinary,
-                         {absl::StrCat("--redis=127.0.0.1:", FreeLoopbackPort()),
-                          "--redis_timeout=100ms"}),
+  ASSERT_EQ(server.Start(kServerBinary, {absl::StrCat("--redis=127.0.0.1:",
+                                                      FreeLoopbackPort()),
+                                         "--redis_timeout=100ms"}),
             absl::OkStatus());
   {
     MemplanClient client(CreateChannel(server.address()));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "client/graph_files.h"
 #include "core/strategies.h"
 #include "core/validator.h"
 #include "gmock/gmock.h"
@@ -18,11 +19,10 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
-#include "client/graph_files.h"
 #include "proto/graph_hash.h"
 #include "server/server.h"
-#include "tests/proto/test_requests.h"
 #include "tests/core/test_names.h"
+#include "tests/proto/test_requests.h"
 
 namespace memplan {
 namespace {
@@ -113,9 +113,8 @@ TEST_P(CorpusReuseTest, EveryModeGivesAValidPlanWithItsDecisions) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Corpus, CorpusReuseTest, testing::ValuesIn(CorpusFiles()),
-    CorpusFileTestName);
+INSTANTIATE_TEST_SUITE_P(Corpus, CorpusReuseTest,
+                         testing::ValuesIn(CorpusFiles()), CorpusFileTestName);
 
 // Returns `value` (a google.protobuf.Value holding a message in protobuf's
 // JSON mapping) as a `Message`.
@@ -291,8 +290,8 @@ TEST_F(ReuseServiceTest, TheCacheKeepsNamesApart) {
 }
 
 TEST_F(ReuseServiceTest, PlainBuffersAndNodesHaveNoEventIndices) {
-  v1::PlanMemoryRequest buffers = BuffersRequest(
-      {{"a", 256, 0, 2, false}, {"b", 256, 2, 4, false}});
+  v1::PlanMemoryRequest buffers =
+      BuffersRequest({{"a", 256, 0, 2, false}, {"b", 256, 2, 4, false}});
   buffers.mutable_options()->set_strategy(v1::STRATEGY_REUSE);
   absl::StatusOr<v1::PlanMemoryResponse> response =
       client_->PlanMemory(buffers);

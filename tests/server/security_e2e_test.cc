@@ -8,13 +8,13 @@
 #include <thread>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "gmock/gmock.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "gtest/gtest.h"
 #include "tests/server/processes.h"
 
 namespace memplan {
@@ -30,7 +30,8 @@ constexpr char kCorpusDir[] = MEMPLAN_CORPUS_DIR;
 constexpr char kPkiScript[] = MEMPLAN_PKI_SCRIPT;
 
 std::string CorpusFile() {
-  return absl::StrCat(kCorpusDir, "/resnet18_infer.inference.intermediates.json");
+  return absl::StrCat(kCorpusDir,
+                      "/resnet18_infer.inference.intermediates.json");
 }
 
 std::string WriteFile(const std::string& name, const std::string& contents) {
@@ -61,11 +62,11 @@ std::string Pem(const std::string& file) { return Pki() + "/" + file; }
 
 TEST(TlsEndToEndTest, TheToolPlansOverMutualTls) {
   ServerProcess server;
-  ASSERT_EQ(server.Start(kServerBinary,
-                         {"--tls_cert_file=" + Pem("server.pem"),
-                          "--tls_key_file=" + Pem("server.key"),
-                          "--tls_client_ca_file=" + Pem("ca.pem")}),
-            absl::OkStatus());
+  ASSERT_EQ(
+      server.Start(kServerBinary, {"--tls_cert_file=" + Pem("server.pem"),
+                                   "--tls_key_file=" + Pem("server.key"),
+                                   "--tls_client_ca_file=" + Pem("ca.pem")}),
+      absl::OkStatus());
   const std::vector<std::string> known = {
       "--tls_ca_file=" + Pem("ca.pem"), "--tls_cert_file=" + Pem("client.pem"),
       "--tls_key_file=" + Pem("client.key")};
@@ -89,8 +90,8 @@ TEST(TlsEndToEndTest, TheToolPlansOverMutualTls) {
   EXPECT_EQ(plaintext.exit_code, 1) << plaintext.err;
   EXPECT_THAT(plaintext.err, HasSubstr("UNAVAILABLE"));
   const RunResult anonymous = Memplan(
-      server, {"plan", "--timeout=5s", "--tls_ca_file=" + Pem("ca.pem"),
-               CorpusFile()});
+      server,
+      {"plan", "--timeout=5s", "--tls_ca_file=" + Pem("ca.pem"), CorpusFile()});
   EXPECT_EQ(anonymous.exit_code, 1);
   EXPECT_THAT(anonymous.err, HasSubstr("UNAVAILABLE"));
   const RunResult unknown = Memplan(
@@ -170,9 +171,9 @@ TEST(DetailsEndToEndTest, TheToolPrintsFieldViolationsAndLimits) {
                         "server accepts at most 10 (--max_buffers)\n  limit "
                         "buffers: the request has 21 buffers"));
 
-  const std::string bad = WriteFile(
-      "bad.json",
-      R"({"source": {"memory_pool": "intermediates"}, "buffers": [
+  const std::string bad =
+      WriteFile("bad.json",
+                R"({"source": {"memory_pool": "intermediates"}, "buffers": [
           {"names": ["a"], "size": 64, "begin": 0, "end": 2},
           {"names": ["b"], "size": -5, "begin": 1, "end": 3}]})");
   const RunResult invalid = Memplan(server, {"plan", bad});

@@ -11,20 +11,20 @@
 #include <thread>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "gmock/gmock.h"
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
+#include "gtest/gtest.h"
 #include "proto/grpc_status.h"
 #include "proto/status_details.h"
 #include "server/auth.h"
 #include "server/server.h"
-#include "tests/server/processes.h"
 #include "tests/proto/test_requests.h"
+#include "tests/server/processes.h"
 
 namespace memplan {
 namespace {
@@ -90,9 +90,7 @@ class TlsTest : public ::testing::Test {
     pki_ = nullptr;
   }
 
-  static std::string Pki(const std::string& file) {
-    return *pki_ + "/" + file;
-  }
+  static std::string Pki(const std::string& file) { return *pki_ + "/" + file; }
 
   static Server::Options TlsOptions(bool mutual) {
     Server::Options options;
@@ -230,8 +228,8 @@ TEST(TokenAuthenticatorTest, ReadsOneTokenPerLine) {
   EXPECT_EQ(auth->size(), 2u);
   EXPECT_TRUE(auth->AuthenticateToken("alpha-1").ok());
   EXPECT_TRUE(auth->AuthenticateToken("beta_2").ok());
-  for (const char* wrong : {"beta_3", "alpha-", "alpha-12", "", "ALPHA-1",
-                            "# worker tokens"}) {
+  for (const char* wrong :
+       {"beta_3", "alpha-", "alpha-12", "", "ALPHA-1", "# worker tokens"}) {
     EXPECT_EQ(auth->AuthenticateToken(wrong).code(),
               absl::StatusCode::kUnauthenticated)
         << wrong;
@@ -242,21 +240,24 @@ TEST(TokenAuthenticatorTest, ReadsOneTokenPerLine) {
                 .code(),
             absl::StatusCode::kInvalidArgument);
   const absl::Status spaced =
-      TokenAuthenticator::FromFile(WriteFile("spaced", "ok\nsecret with space\n"),
-                                   "f")
+      TokenAuthenticator::FromFile(
+          WriteFile("spaced", "ok\nsecret with space\n"), "f")
           .status();
   EXPECT_EQ(spaced.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(spaced.message()), HasSubstr("line 2"));
   EXPECT_THAT(std::string(spaced.message()), Not(HasSubstr("secret")));
-  EXPECT_EQ(TokenAuthenticator::FromFile(TempPath("absent"), "f").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      TokenAuthenticator::FromFile(TempPath("absent"), "f").status().code(),
+      absl::StatusCode::kNotFound);
 }
 
 TEST(TokenAuthenticatorTest, ReadsTheBearerScheme) {
   const TokenAuthenticator auth({"s3cret"});
   using Metadata = std::multimap<grpc::string_ref, grpc::string_ref>;
-  EXPECT_TRUE(auth.Authenticate(Metadata{{"authorization", "Bearer s3cret"}}).ok());
-  EXPECT_TRUE(auth.Authenticate(Metadata{{"authorization", "bearer s3cret"}}).ok());
+  EXPECT_TRUE(
+      auth.Authenticate(Metadata{{"authorization", "Bearer s3cret"}}).ok());
+  EXPECT_TRUE(
+      auth.Authenticate(Metadata{{"authorization", "bearer s3cret"}}).ok());
   for (const char* value : {"Basic s3cret", "s3cret", "Bearer", "Bearer ",
                             "Bearer s3cre", "Bearer s3crett"}) {
     EXPECT_EQ(auth.Authenticate(Metadata{{"authorization", value}}).code(),
@@ -331,9 +332,9 @@ TEST(LimitsTest, EachCountLimitIsResourceExhaustedNamingIt) {
   EXPECT_EQ(too_many.message(),
             "the request has 4 buffers; this server accepts at most 3 "
             "(--max_buffers)");
-  EXPECT_THAT(QuotaViolationsOf(too_many),
-              ElementsAre(QuotaViolation{"buffers",
-                                         std::string(too_many.message())}));
+  EXPECT_THAT(
+      QuotaViolationsOf(too_many),
+      ElementsAre(QuotaViolation{"buffers", std::string(too_many.message())}));
 
   const v1::PlanMemoryRequest events = EventsRequestFor(SmallRequest());
   ASSERT_GT(events.events_size(), 6);
@@ -353,8 +354,9 @@ TEST(LimitsTest, EachCountLimitIsResourceExhaustedNamingIt) {
   }
   const absl::Status too_many_nodes = client.PlanMemory(nodes).status();
   EXPECT_EQ(too_many_nodes.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(std::string(too_many_nodes.message()),
-              HasSubstr("3 nodes; this server accepts at most 2 (--max_nodes)"));
+  EXPECT_THAT(
+      std::string(too_many_nodes.message()),
+      HasSubstr("3 nodes; this server accepts at most 2 (--max_nodes)"));
   nodes.mutable_nodes()->RemoveLast();
   for (int w = 3; w < 5; ++w) {
     v1::NodeWrite& write = *nodes.mutable_nodes(1)->add_writes();
@@ -380,7 +382,8 @@ TEST(LimitsTest, BadLimitsAreRefusedAtStart) {
     if (which == 3) {
       options.service.limits.max_planning_time = absl::ZeroDuration();
     }
-    EXPECT_EQ(Server(options).Start().code(), absl::StatusCode::kInvalidArgument)
+    EXPECT_EQ(Server(options).Start().code(),
+              absl::StatusCode::kInvalidArgument)
         << which;
   }
   Server::Options threads;
@@ -430,7 +433,8 @@ TEST(PlanningTimeTest, PlanningPastTheLimitIsResourceExhausted) {
   const v1::PlanMemoryRequest request =
       StaggeredRequest(200000, v1::STRATEGY_BEST_FIT);
   const absl::Time start = absl::Now();
-  const absl::Status status = client.PlanMemory(request, absl::Seconds(120)).status();
+  const absl::Status status =
+      client.PlanMemory(request, absl::Seconds(120)).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("this server's limit of 1ms (--max_planning_time)"));
@@ -485,9 +489,8 @@ TEST(DeadlineTest, AShortDeadlineStopsALongSearch) {
       [&] { return server->metrics().calls_in_flight(kPlanMemory) == 0; },
       absl::Seconds(10)))
       << "the planners kept running past the deadline";
-  const absl::StatusOr<v1::PlanMemoryResponse> next =
-      client.PlanMemory(StaggeredRequest(50, v1::STRATEGY_BEST_FIT),
-                        absl::Seconds(10));
+  const absl::StatusOr<v1::PlanMemoryResponse> next = client.PlanMemory(
+      StaggeredRequest(50, v1::STRATEGY_BEST_FIT), absl::Seconds(10));
   EXPECT_TRUE(next.ok()) << next.status();
 }
 
@@ -506,8 +509,8 @@ TEST(DeadlineTest, CancellingACallStopsItsPlanner) {
     v1::PlanMemoryResponse response;
     status = stub->PlanMemory(&context, request, &response);
   });
-  ASSERT_TRUE(Eventually(
-      [&] { return server->metrics().planner_runs() == 1; }));
+  ASSERT_TRUE(
+      Eventually([&] { return server->metrics().planner_runs() == 1; }));
   absl::SleepFor(absl::Milliseconds(100));  // well into the search
   context.TryCancel();
   call.join();
@@ -556,9 +559,9 @@ TEST(StatusDetailsTest, TheTrailerCarriesABadRequest) {
   get.set_graph_hash("not-hex");
   const grpc::Status get_status = stub->GetPlan(&get_context, get, &response);
   ASSERT_EQ(get_status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(FieldViolationsOf(FromGrpcStatus(get_status)),
-              ElementsAre(FieldViolation{"graph_hash",
-                                         get_status.error_message()}));
+  EXPECT_THAT(
+      FieldViolationsOf(FromGrpcStatus(get_status)),
+      ElementsAre(FieldViolation{"graph_hash", get_status.error_message()}));
 }
 
 // ---------------------------------------------------------------- keepalive
@@ -573,13 +576,13 @@ TEST(KeepaliveTest, ChannelArgumentsFollowTheOptions) {
   using Argument = std::pair<std::string, int>;
   EXPECT_THAT(
       KeepaliveChannelArguments(keepalive),
-      ElementsAre(Argument{GRPC_ARG_KEEPALIVE_TIME_MS, 30000},
-                  Argument{GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000},
-                  Argument{GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0},
-                  Argument{GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0},
-                  Argument{GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                           2500},
-                  Argument{GRPC_ARG_HTTP2_MAX_PING_STRIKES, 7}));
+      ElementsAre(
+          Argument{GRPC_ARG_KEEPALIVE_TIME_MS, 30000},
+          Argument{GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000},
+          Argument{GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0},
+          Argument{GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0},
+          Argument{GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 2500},
+          Argument{GRPC_ARG_HTTP2_MAX_PING_STRIKES, 7}));
   keepalive.time = absl::InfiniteDuration();
   EXPECT_EQ(KeepaliveChannelArguments(keepalive)[0].second, INT_MAX);
 

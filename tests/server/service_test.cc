@@ -5,6 +5,9 @@
 // hits byte-identical to misses, the byte bound, single flight, GetPlan;
 // the call's trace (its phase spans nest in time, on a miss and on a hit)
 // and the bounded trace directory.
+#include "server/service.h"
+
+#include <grpcpp/generic/generic_stub.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,10 +22,6 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/generic/generic_stub.h>
-
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -33,11 +32,12 @@
 #include "core/strategies.h"
 #include "core/symbolic/symbolic.h"
 #include "core/validator.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "proto/graph_hash.h"
 #include "proto/status_details.h"
 #include "server/server.h"
-#include "server/service.h"
 #include "tests/proto/test_requests.h"
 #include "tests/server/trace_reading.h"
 
@@ -99,7 +99,8 @@ v1::PlanMemoryRequest RandomRequest(int count, uint64_t seed) {
 // a planner fails the tests: the server must serve every one.
 std::vector<v1::Strategy> WireStrategies() {
   std::vector<v1::Strategy> strategies;
-  const google::protobuf::EnumDescriptor* descriptor = v1::Strategy_descriptor();
+  const google::protobuf::EnumDescriptor* descriptor =
+      v1::Strategy_descriptor();
   for (int i = 0; i < descriptor->value_count(); ++i) {
     strategies.push_back(
         static_cast<v1::Strategy>(descriptor->value(i)->number()));
@@ -138,18 +139,18 @@ void ExpectPlannerOf(v1::Strategy strategy, const std::string& planner) {
       EXPECT_EQ(planner, "nnc");
       break;
     case v1::STRATEGY_PARTITION:  // auto's winners in the modes it can't
-      EXPECT_TRUE(is_best_fit ||
-                  testing::Value(planner, testing::AnyOf(
-                                              testing::Eq("partition"),
-                                              testing::Eq("inductor"),
-                                              testing::Eq("optimal"))))
+      EXPECT_TRUE(
+          is_best_fit ||
+          testing::Value(planner, testing::AnyOf(testing::Eq("partition"),
+                                                 testing::Eq("inductor"),
+                                                 testing::Eq("optimal"))))
           << planner;
       break;
     default:  // auto
-      EXPECT_TRUE(is_best_fit ||
-                  testing::Value(planner, testing::AnyOf(
-                                              testing::Eq("inductor"),
-                                              testing::Eq("optimal"))))
+      EXPECT_TRUE(
+          is_best_fit ||
+          testing::Value(planner, testing::AnyOf(testing::Eq("inductor"),
+                                                 testing::Eq("optimal"))))
           << planner;
       break;
   }
@@ -343,7 +344,8 @@ TEST_P(ServiceTest, TraceOnlyWhenAskedAndSpansNestInTime) {
     (is_run ? runs : phases).push_back(span);
   }
   std::vector<std::string> expected = {
-      "PlanMemory", "alias_lookup", "queue", "decode", "hash", "cache_lookup",
+      "PlanMemory",    "alias_lookup", "queue",
+      "decode",        "hash",         "cache_lookup",
       "single_flight", "cache_lookup", "plan " + strategy};
   for (const std::string& run : expected_runs.at(strategy)) {
     expected.push_back(run);
@@ -488,10 +490,14 @@ struct BadRequestCase {
 std::vector<BadRequestCase> BadRequestCases() {
   return {
       {"NegativeSize",
-       [](v1::PlanMemoryRequest& r) { r.mutable_buffers(1)->set_size_bytes(-5); },
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_buffers(1)->set_size_bytes(-5);
+       },
        {"buffers[1] (\"b\")", "size_bytes"}},
       {"MissingSize",
-       [](v1::PlanMemoryRequest& r) { r.mutable_buffers(1)->clear_size_bytes(); },
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_buffers(1)->clear_size_bytes();
+       },
        {"buffers[1] (\"b\")", "size_bytes is missing"}},
       {"BeginAfterEnd",
        [](v1::PlanMemoryRequest& r) {
@@ -499,7 +505,9 @@ std::vector<BadRequestCase> BadRequestCases() {
        },
        {"buffers[2] (\"c\")", "live_range"}},
       {"MissingLiveRange",
-       [](v1::PlanMemoryRequest& r) { r.mutable_buffers(0)->clear_live_range(); },
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_buffers(0)->clear_live_range();
+       },
        {"buffers[0] (\"a\")", "live_range is missing"}},
       {"EmptyBufferList",
        [](v1::PlanMemoryRequest& r) { r.clear_buffers(); },
@@ -529,7 +537,9 @@ std::vector<BadRequestCase> BadRequestCases() {
        },
        {"options.capacity_bytes", "-100"}},
       {"NegativeBufferAlignment",
-       [](v1::PlanMemoryRequest& r) { r.mutable_buffers(0)->set_alignment(-4); },
+       [](v1::PlanMemoryRequest& r) {
+         r.mutable_buffers(0)->set_alignment(-4);
+       },
        {"buffers[0] (\"a\")", "alignment", "-4"}},
       {"MalformedSymbolicSize",
        [](v1::PlanMemoryRequest& r) {
@@ -843,7 +853,8 @@ class CacheTest : public ::testing::Test {
     std::string bytes;
     if (status.ok() && response_bytes.Dump(&slices).ok()) {
       for (const grpc::Slice& piece : slices) {
-        bytes.append(reinterpret_cast<const char*>(piece.begin()), piece.size());
+        bytes.append(reinterpret_cast<const char*>(piece.begin()),
+                     piece.size());
       }
     }
     return {status, bytes};
@@ -1058,9 +1069,8 @@ bool Await(const std::function<bool()>& reached) {
 
 // Waits until the server has `calls` PlanMemory calls in progress.
 bool AwaitCallsInFlight(const Server& server, int64_t calls) {
-  return Await([&] {
-    return server.metrics().calls_in_flight(kPlanMemory) == calls;
-  });
+  return Await(
+      [&] { return server.metrics().calls_in_flight(kPlanMemory) == calls; });
 }
 
 // Waits until the server's planner has started `runs` times: a call has
@@ -1100,9 +1110,8 @@ TEST_F(CacheTest, AFollowerPastItsDeadlineLeavesTheFlight) {
 // followers with that plan: a follower plans itself and stores its plan.
 TEST_F(CacheTest, FollowersOfALeaderCutShortPlanThemselves) {
   StartServer();
-  std::thread leader([&] {
-    (void)client_->PlanMemory(SlowRequest(), absl::Seconds(1));
-  });
+  std::thread leader(
+      [&] { (void)client_->PlanMemory(SlowRequest(), absl::Seconds(1)); });
   ASSERT_TRUE(AwaitPlannerRuns(*server_, 1));
   const absl::StatusOr<v1::PlanMemoryResponse> followed =
       client_->PlanMemory(SlowRequest(), absl::Seconds(120));
@@ -1140,8 +1149,8 @@ TEST_F(CacheTest, GetPlanByGraphHash) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->graph_hash(), hash);
 
-  for (const std::string& bad : {std::string(""), hash.substr(1),
-                                hash + "0", "g" + hash.substr(1)}) {
+  for (const std::string& bad :
+       {std::string(""), hash.substr(1), hash + "0", "g" + hash.substr(1)}) {
     got = client_->GetPlan(bad);
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
         << bad << ": " << got.status();
@@ -1206,9 +1215,9 @@ TEST_F(CacheTest, TracesAreNeverStoredAndHitsStillCarryThem) {
   ExpectSpansNest(spans);
   std::vector<std::string> names;
   for (const TracedSpan& span : spans) names.push_back(span.name);
-  EXPECT_THAT(names, ::testing::ElementsAre("PlanMemory", "alias_lookup",
-                                            "queue", "decode", "hash",
-                                            "cache_lookup"));
+  EXPECT_THAT(names,
+              ::testing::ElementsAre("PlanMemory", "alias_lookup", "queue",
+                                     "decode", "hash", "cache_lookup"));
   EXPECT_EQ(metrics().planner_runs(), 1);
 }
 

@@ -117,12 +117,11 @@ TEST(SingleFlightTest, LandingOneKeyLeavesTheOthersWaiting) {
   EXPECT_EQ(other_called, 0);
   EXPECT_EQ(flights.waiting(), 1);
   // The other flight is still in the air: a new caller follows it.
-  EXPECT_FALSE(flights
-                   .Join(kOtherKey,
-                         [&other_called](const FlightOutcome&) {
-                           ++other_called;
-                         })
-                   .leader);
+  EXPECT_FALSE(
+      flights
+          .Join(kOtherKey,
+                [&other_called](const FlightOutcome&) { ++other_called; })
+          .leader);
   flights.Land(kOtherKey, Planned("other"));
   EXPECT_EQ(other_called, 2);
   // Landing a key with no flight calls no one.
@@ -144,8 +143,8 @@ TEST(SingleFlightThreadsTest, OneLeaderPerFlight) {
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
-        const SingleFlight::Ticket ticket = flights.Join(
-            kKey, [&calls](const FlightOutcome&) { ++calls; });
+        const SingleFlight::Ticket ticket =
+            flights.Join(kKey, [&calls](const FlightOutcome&) { ++calls; });
         absl::MutexLock lock(&mutex);
         ++joined;
         if (!ticket.leader) return;

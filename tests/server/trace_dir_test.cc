@@ -12,9 +12,9 @@
 #include <set>
 #include <string>
 
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
 
 namespace memplan {
 namespace {

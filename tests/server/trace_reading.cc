@@ -1,7 +1,7 @@
 #include "tests/server/trace_reading.h"
 
-#include "gtest/gtest.h"
 #include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
 
 namespace memplan {
 namespace {

@@ -174,8 +174,7 @@ std::vector<CapturedGraph> ReadCapturedGraphs() {
     graph.default_measured = NumberField(record, "default_measured");
     for (const auto& [mode, value] :
          fields.at("memplan_measured").struct_value().fields()) {
-      graph.memplan_measured[mode] =
-          static_cast<int64_t>(value.number_value());
+      graph.memplan_measured[mode] = static_cast<int64_t>(value.number_value());
     }
     graphs.push_back(std::move(graph));
   }
@@ -212,8 +211,8 @@ class WholeGraphGpuTest : public testing::Test {
     request.mutable_options()->set_pool_mode(how.pool_mode);
     absl::StatusOr<v1::PlanMemoryResponse> response =
         client_->PlanMemory(request);
-    EXPECT_TRUE(response.ok()) << graph.name << " " << configuration << ": "
-                               << response.status();
+    EXPECT_TRUE(response.ok())
+        << graph.name << " " << configuration << ": " << response.status();
     if (!response.ok()) return {};
     absl::StatusOr<Problem> problem = RequestToProblem(request);
     absl::StatusOr<Plan> plan = ResponseToPlan(*response);
@@ -263,10 +262,9 @@ TEST_F(WholeGraphGpuTest, PredictedAndBaselinePeaksAreWhatTheGpuMeasured) {
       EXPECT_LE(std::abs(error), bound)
           << graph.name << " " << configuration << ": predicted "
           << response.stats().predicted_peak_bytes() << " B, measured "
-          << measured << " B" << (gap ? absl::StrCat(" (", gap->cause, ")")
-                                      : std::string());
-      absl::StrAppendFormat(&line, " %s %+.2f%%", configuration,
-                            100 * error);
+          << measured << " B"
+          << (gap ? absl::StrCat(" (", gap->cause, ")") : std::string());
+      absl::StrAppendFormat(&line, " %s %+.2f%%", configuration, 100 * error);
       baseline = response.stats().baseline_peak_bytes();
     }
     const double error = RelativeError(baseline, graph.default_measured);
@@ -277,9 +275,8 @@ TEST_F(WholeGraphGpuTest, PredictedAndBaselinePeaksAreWhatTheGpuMeasured) {
         << (gap ? absl::StrCat(" (", gap->cause, ")") : std::string());
     absl::StrAppendFormat(&line, " baseline %+.2f%%", 100 * error);
     if (gap != nullptr) {
-      EXPECT_GT(worst, kTarget)
-          << graph.name << " is within " << kTarget
-          << " everywhere now: take it out of kKnownGaps";
+      EXPECT_GT(worst, kTarget) << graph.name << " is within " << kTarget
+                                << " everywhere now: take it out of kKnownGaps";
     }
     std::printf("%s%s\n", line.c_str(), gap ? "  (known gap)" : "");
   }

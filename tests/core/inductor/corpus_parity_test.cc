@@ -45,15 +45,13 @@ TEST_P(CorpusParityTest, InductorStrategyGivesInductorsPlan) {
     // Under dynamic shapes Inductor may know only a symbolic offset; the
     // file then records no integer offset and only the pool is compared.
     if (expected.offset != kUnknownOffset) {
-      EXPECT_EQ(plan->assignments[i].offset, expected.offset)
-          << "buffer " << i;
+      EXPECT_EQ(plan->assignments[i].offset, expected.offset) << "buffer " << i;
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Corpus, CorpusParityTest, testing::ValuesIn(CorpusFiles()),
-    CorpusFileTestName);
+INSTANTIATE_TEST_SUITE_P(Corpus, CorpusParityTest,
+                         testing::ValuesIn(CorpusFiles()), CorpusFileTestName);
 
 }  // namespace
 }  // namespace memplan

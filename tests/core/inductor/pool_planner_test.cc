@@ -166,8 +166,8 @@ TEST(InductorPlannerTest, HonoursTheRequestAlignment) {
 }
 
 TEST(InductorPlannerTest, StopsAtAnExpiredDeadline) {
-  Problem problem = RandomProblem(1, {.min_buffers = 5000,
-                                      .max_buffers = 5000});
+  Problem problem =
+      RandomProblem(1, {.min_buffers = 5000, .max_buffers = 5000});
   PlanContext context;
   context.deadline = absl::Now() - absl::Seconds(1);
   absl::StatusOr<Plan> plan = InductorPlanner().PlanProblem(problem, context);
@@ -175,8 +175,8 @@ TEST(InductorPlannerTest, StopsAtAnExpiredDeadline) {
 }
 
 TEST(InductorPlannerTest, StopsWhenCancelled) {
-  Problem problem = RandomProblem(2, {.min_buffers = 5000,
-                                      .max_buffers = 5000});
+  Problem problem =
+      RandomProblem(2, {.min_buffers = 5000, .max_buffers = 5000});
   std::atomic<bool> cancelled{true};
   PlanContext context;
   context.cancelled = &cancelled;
@@ -219,8 +219,8 @@ TEST(InductorPlannerTest, ChainSkippingNeverChangesThePlanOnLongGraphs) {
       InductorPlanner::Options{/*prune_full_subtrees=*/false});
   for (uint64_t seed = 0; seed < 24; ++seed) {
     RandomProblemOptions options;
-    options.pool_mode = seed % 2 == 0 ? PoolMode::kIntermediates
-                                      : PoolMode::kCombined;
+    options.pool_mode =
+        seed % 2 == 0 ? PoolMode::kIntermediates : PoolMode::kCombined;
     options.min_buffers = 600;
     options.max_buffers = 1500;
     options.horizon = seed % 3 == 0 ? 400 : 3000;
@@ -257,9 +257,9 @@ TEST(InductorPlannerTest, WideSplitsNeverChangeThePlan) {
                          : kind < 8 ? rng.Uniform(1, 1 << 20)
                          : kind < 9 ? 0
                                     : rng.Uniform(1, 256);
-      problem.buffers.push_back(MakeBuffer("buf" + std::to_string(i), size,
-                                           begin, begin + length,
-                                           /*is_output=*/rng.Uniform(0, 19) == 0));
+      problem.buffers.push_back(
+          MakeBuffer("buf" + std::to_string(i), size, begin, begin + length,
+                     /*is_output=*/rng.Uniform(0, 19) == 0));
     }
     absl::StatusOr<Plan> a = pruned.PlanProblem(problem, {});
     absl::StatusOr<Plan> b = walking.PlanProblem(problem, {});
@@ -278,9 +278,9 @@ Problem DeepCombinedProblem(int count) {
   problem.pool_mode = PoolMode::kCombined;
   SplitMix64 rng(20000);
   for (int i = 0; i < count; ++i) {
-    problem.buffers.push_back(MakeBuffer(
-        "buf" + std::to_string(i), rng.Uniform(1, 1 << 20), i, count + 1,
-        /*is_output=*/true));
+    problem.buffers.push_back(MakeBuffer("buf" + std::to_string(i),
+                                         rng.Uniform(1, 1 << 20), i, count + 1,
+                                         /*is_output=*/true));
   }
   return problem;
 }
@@ -312,16 +312,14 @@ TEST(InductorPlannerTest, TwentyThousandOutputsLivingToTheEnd) {
     ASSERT_EQ(plan->assignments[order[k]], (Assignment{0, offset})) << k;
   }
   ASSERT_EQ(plan->pools.size(), 1u);
-  EXPECT_EQ(plan->pools[0].size,
-            offset + problem.buffers[order.back()].size);
+  EXPECT_EQ(plan->pools[0].size, offset + problem.buffers[order.back()].size);
 }
 
 TEST(InductorPlannerTest, DeepTreeIsPlannedTheSameWithoutPruning) {
   Problem problem = DeepCombinedProblem(2000);
   absl::StatusOr<Plan> pruned = InductorPlanner().PlanProblem(problem, {});
   absl::StatusOr<Plan> unpruned =
-      InductorPlanner(InductorPlanner::Options{false})
-          .PlanProblem(problem, {});
+      InductorPlanner(InductorPlanner::Options{false}).PlanProblem(problem, {});
   ASSERT_TRUE(pruned.ok() && unpruned.ok());
   EXPECT_EQ(*pruned, *unpruned);
 }

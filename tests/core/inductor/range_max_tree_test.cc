@@ -46,8 +46,7 @@ TEST(RangeMaxTreeTest, AgreesWithAPlainArray) {
         const Bytes expected =
             *std::max_element(values.begin() + begin, values.begin() + end);
         ASSERT_EQ(tree.Max(begin, end), expected)
-            << "n " << n << " op " << op << " [" << begin << "," << end
-            << ")";
+            << "n " << n << " op " << op << " [" << begin << "," << end << ")";
       }
     }
   }

@@ -75,8 +75,8 @@ TEST(ReusePassProgramTest, LinesDerivedFromBuffersAsTheHeaderOrdersThem) {
     steps.push_back(Describe(problem, step));
     EXPECT_EQ(step.line, -1);
   }
-  EXPECT_THAT(steps, ElementsAre("A a", "A out", "K", "A e", "F e", "K",
-                                 "F a", "A b", "K", "F b", "K"));
+  EXPECT_THAT(steps, ElementsAre("A a", "A out", "K", "A e", "F e", "K", "F a",
+                                 "A b", "K", "F b", "K"));
   EXPECT_THAT(program->allocate_step, ElementsAre(0, 7, 1, 3));
   EXPECT_THAT(program->last_step, ElementsAre(6, 9, 1, 4));
   EXPECT_EQ(program->scheduler_node_bytes, nullptr);
@@ -85,9 +85,9 @@ TEST(ReusePassProgramTest, LinesDerivedFromBuffersAsTheHeaderOrdersThem) {
 // The caller's lines: pool lines of groups and kernels, each with its line
 // index; memory-planning lines after the last kernel are popped.
 TEST(ReusePassProgramTest, StepsOfTheCallersLines) {
-  const WrapperProgram wrapper = Program({Allocate("a", 64), Kernel(),
-                                          Free("a"), Kernel(),
-                                          Allocate("t", 64), Free("t")});
+  const WrapperProgram wrapper =
+      Program({Allocate("a", 64), Kernel(), Free("a"), Kernel(),
+               Allocate("t", 64), Free("t")});
   absl::StatusOr<PoolLines> lines = GroupWrapperLines(wrapper, "events");
   ASSERT_TRUE(lines.ok()) << lines.status();
   Problem problem;

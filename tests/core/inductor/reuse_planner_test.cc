@@ -37,9 +37,9 @@ using wrapper_line_builders::Reuse;
 //   0 ALLOCATE buf0 | 2 FREE buf0, 3 ALLOCATE buf1 | 5 FREE buf1 |
 // buf1 has buf0's key: it takes buf0's storage.
 TEST(ReusePlannerTest, AnAllocationTakesAFreedStorageOfItsKey) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("buf0", 256), Kernel(), Free("buf0"), Allocate("buf1", 256),
-       Kernel(), Free("buf1"), Kernel()}));
+  const Planned planned = PlanReuse(
+      Program({Allocate("buf0", 256), Kernel(), Free("buf0"),
+               Allocate("buf1", 256), Kernel(), Free("buf1"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse,
               ElementsAre(ReuseDecision{3, 2, "buf1", "buf0"}));
@@ -53,10 +53,10 @@ TEST(ReusePlannerTest, AnAllocationTakesAFreedStorageOfItsKey) {
 //   6 ALLOCATE d | 8 FREE c, 9 FREE d |
 // The pool of a key is a stack: c takes b (freed last), d then takes a.
 TEST(ReusePlannerTest, TheStorageFreedLastIsTakenFirst) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("a", 256), Allocate("b", 256), Kernel(), Free("a"), Free("b"),
-       Allocate("c", 256), Allocate("d", 256), Kernel(), Free("c"), Free("d"),
-       Kernel()}));
+  const Planned planned = PlanReuse(
+      Program({Allocate("a", 256), Allocate("b", 256), Kernel(), Free("a"),
+               Free("b"), Allocate("c", 256), Allocate("d", 256), Kernel(),
+               Free("c"), Free("d"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse,
               ElementsAre(ReuseDecision{5, 4, "c", "b"},
@@ -69,15 +69,15 @@ TEST(ReusePlannerTest, TheStorageFreedLastIsTakenFirst) {
 // A freed float32 buffer of 256 bytes on cuda:0 is reused only by a buffer
 // of that dtype, device and (symbolic) size.
 TEST(ReusePlannerTest, OtherDtypesDevicesAndSizesDoNotReuse) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("a", 256), Kernel(), Free("a"),
-       Allocate("half", 256, "torch.float16"),
-       Allocate("other_device", 256, "torch.float32", "cuda:1"),
-       Allocate("larger", 512), Allocate("smaller", 128),
-       Allocate("symbolic", 256, "torch.float32", "cuda:0", "4*s0"),
-       Allocate("same", 256), Kernel(), Free("half"), Free("other_device"),
-       Free("larger"), Free("smaller"), Free("symbolic"), Free("same"),
-       Kernel()}));
+  const Planned planned = PlanReuse(
+      Program({Allocate("a", 256), Kernel(), Free("a"),
+               Allocate("half", 256, "torch.float16"),
+               Allocate("other_device", 256, "torch.float32", "cuda:1"),
+               Allocate("larger", 512), Allocate("smaller", 128),
+               Allocate("symbolic", 256, "torch.float32", "cuda:0", "4*s0"),
+               Allocate("same", 256), Kernel(), Free("half"),
+               Free("other_device"), Free("larger"), Free("smaller"),
+               Free("symbolic"), Free("same"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse,
               ElementsAre(ReuseDecision{8, 2, "same", "a"}));
@@ -87,11 +87,11 @@ TEST(ReusePlannerTest, OtherDtypesDevicesAndSizesDoNotReuse) {
 // Symbolic sizes are compared as written: a storage of s0 is not one of s1,
 // even when the size hints agree (buffer_reuse_key's comment).
 TEST(ReusePlannerTest, SymbolicSizesMustMatch) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("a", 64, "torch.float32", "cuda:0", "4*s0"), Kernel(),
-       Free("a"), Allocate("b", 64, "torch.float32", "cuda:0", "4*s1"),
-       Allocate("c", 64, "torch.float32", "cuda:0", "4*s0"), Kernel(),
-       Free("b"), Free("c"), Kernel()}));
+  const Planned planned = PlanReuse(
+      Program({Allocate("a", 64, "torch.float32", "cuda:0", "4*s0"), Kernel(),
+               Free("a"), Allocate("b", 64, "torch.float32", "cuda:0", "4*s1"),
+               Allocate("c", 64, "torch.float32", "cuda:0", "4*s0"), Kernel(),
+               Free("b"), Free("c"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse,
               ElementsAre(ReuseDecision{4, 2, "c", "a"}));
@@ -101,9 +101,9 @@ TEST(ReusePlannerTest, SymbolicSizesMustMatch) {
 // The in-place REUSE makes one group {a, b}; freeing b frees it, under the
 // name the FREE line gives.
 TEST(ReusePlannerTest, ReuseLinesInTheInputJoinTheGroup) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("a", 256), Kernel(), Reuse("a", "b"), Kernel(), Free("b"),
-       Allocate("c", 256), Kernel(), Free("c"), Kernel()}));
+  const Planned planned = PlanReuse(
+      Program({Allocate("a", 256), Kernel(), Reuse("a", "b"), Kernel(),
+               Free("b"), Allocate("c", 256), Kernel(), Free("c"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   ASSERT_EQ(planned.problem.buffers.size(), 2u);
   EXPECT_THAT(planned.decisions().reuse,
@@ -118,11 +118,11 @@ TEST(ReusePlannerTest, ReuseLinesInTheInputJoinTheGroup) {
 // (big, another dtype, makes the peak that lets c hold a's storage over
 // the subgraph's kernel.)
 TEST(ReusePlannerTest, NothingIsReusedAcrossASubgraphBoundary) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("big", 4096, "torch.int8"), Kernel(), Free("big"),
-       Allocate("a", 256), Kernel(), Free("a"), Enter(), Allocate("b", 256),
-       Kernel(), Free("b"), Exit(), Allocate("c", 256), Kernel(), Free("c"),
-       Kernel()}));
+  const Planned planned = PlanReuse(
+      Program({Allocate("big", 4096, "torch.int8"), Kernel(), Free("big"),
+               Allocate("a", 256), Kernel(), Free("a"), Enter(),
+               Allocate("b", 256), Kernel(), Free("b"), Exit(),
+               Allocate("c", 256), Kernel(), Free("c"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse,
               ElementsAre(ReuseDecision{11, 5, "c", "a"}));
@@ -132,9 +132,9 @@ TEST(ReusePlannerTest, NothingIsReusedAcrossASubgraphBoundary) {
 }
 
 TEST(ReusePlannerTest, StoragesFreedInASubgraphAreReusedInside) {
-  const Planned planned = PlanReuse(Program(
-      {Kernel(), Enter(), Allocate("a", 256), Kernel(), Free("a"),
-       Allocate("b", 256), Kernel(), Free("b"), Exit(), Kernel()}));
+  const Planned planned = PlanReuse(
+      Program({Kernel(), Enter(), Allocate("a", 256), Kernel(), Free("a"),
+               Allocate("b", 256), Kernel(), Free("b"), Exit(), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse,
               ElementsAre(ReuseDecision{5, 4, "b", "a"}));
@@ -142,10 +142,10 @@ TEST(ReusePlannerTest, StoragesFreedInASubgraphAreReusedInside) {
 
 // An output is never freed: even a FREE line naming it gives nothing back.
 TEST(ReusePlannerTest, OutputsAreNeverFreed) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("out", 256), Kernel(), Free("out"), Allocate("b", 256),
-       Kernel(), Free("b"), Kernel()},
-      {"out"}));
+  const Planned planned =
+      PlanReuse(Program({Allocate("out", 256), Kernel(), Free("out"),
+                         Allocate("b", 256), Kernel(), Free("b"), Kernel()},
+                        {"out"}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse, IsEmpty());
   EXPECT_FALSE(planned.SameStorage("out", "b"));
@@ -156,11 +156,11 @@ TEST(ReusePlannerTest, OutputsAreNeverFreed) {
 TEST(ReusePlannerTest, AnOutputMayReuseAFreedStorage) {
   for (const PoolMode mode : {PoolMode::kNone, PoolMode::kIntermediates,
                               PoolMode::kOutputs, PoolMode::kCombined}) {
-    const Planned planned = PlanReuse(
-        Program({Allocate("a", 256), Kernel(), Free("a"),
-                 Allocate("out", 256), Kernel()},
-                {"out"}),
-        mode);
+    const Planned planned =
+        PlanReuse(Program({Allocate("a", 256), Kernel(), Free("a"),
+                           Allocate("out", 256), Kernel()},
+                          {"out"}),
+                  mode);
     ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
     EXPECT_THAT(planned.decisions().reuse,
                 ElementsAre(ReuseDecision{3, 2, "out", "a"}))
@@ -177,12 +177,12 @@ TEST(ReusePlannerTest, AnOutputMayReuseAFreedStorage) {
 // b2 taking a1 would make it 2212 > 2048, so b2 gets a fresh allocation
 // (EfficientPeakEstimate, torch >= 2.9).
 TEST(ReusePlannerTest, AReuseThatWouldRaiseThePeakIsRefused) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("a1", 256), Allocate("a2", 256), Kernel(), Free("a1"),
-       Free("a2"), Allocate("big", 1700, "torch.int8"), Kernel(), Free("big"),
-       Allocate("b1", 256), Allocate("b2", 256), Kernel(), Free("b1"),
-       Free("b2"), Allocate("huge", 2048, "torch.int8"), Kernel(),
-       Free("huge"), Kernel()}));
+  const Planned planned = PlanReuse(
+      Program({Allocate("a1", 256), Allocate("a2", 256), Kernel(), Free("a1"),
+               Free("a2"), Allocate("big", 1700, "torch.int8"), Kernel(),
+               Free("big"), Allocate("b1", 256), Allocate("b2", 256), Kernel(),
+               Free("b1"), Free("b2"), Allocate("huge", 2048, "torch.int8"),
+               Kernel(), Free("huge"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse,
               ElementsAre(ReuseDecision{8, 4, "b1", "a2"}));
@@ -192,10 +192,10 @@ TEST(ReusePlannerTest, AReuseThatWouldRaiseThePeakIsRefused) {
 // With the FREE and the ALLOCATE between the same two kernels, the reuse
 // is always allowed (should_reuse_buffer's adjacent scheduler nodes).
 TEST(ReusePlannerTest, AReuseBetweenTheSameKernelsIsAlwaysAllowed) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("a", 256), Kernel(), Free("a"),
-       Allocate("b", 4096, "torch.int8"), Allocate("c", 256), Kernel(),
-       Free("b"), Free("c"), Kernel()}));
+  const Planned planned =
+      PlanReuse(Program({Allocate("a", 256), Kernel(), Free("a"),
+                         Allocate("b", 4096, "torch.int8"), Allocate("c", 256),
+                         Kernel(), Free("b"), Free("c"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse,
               ElementsAre(ReuseDecision{4, 2, "c", "a"}));
@@ -276,10 +276,10 @@ TEST(ReusePlannerTest, ExternOutputsAreReusedAndRemovedBuffersAreNot) {
 // A buffer freed twice gives its storage once; a FREE that is not its
 // group's last line gives nothing (its live range goes on).
 TEST(ReusePlannerTest, OnlyTheLastFreeOfAGroupFreesIt) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("a", 256), Kernel(), Free("a"), Kernel(), Free("a"),
-       Allocate("b", 256), Allocate("c", 256), Kernel(), Free("b"),
-       Free("c"), Kernel()}));
+  const Planned planned =
+      PlanReuse(Program({Allocate("a", 256), Kernel(), Free("a"), Kernel(),
+                         Free("a"), Allocate("b", 256), Allocate("c", 256),
+                         Kernel(), Free("b"), Free("c"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().reuse,
               ElementsAre(ReuseDecision{5, 4, "b", "a"}));
@@ -328,12 +328,12 @@ TEST(ReusePlannerTest, StackAllocationCountsElementsNotBytes) {
 // with it); non-CPU and dynamic-size buffers neither count nor go on the
 // stack.
 TEST(ReusePlannerTest, StackAllocationCountsFreshStaticCpuAllocations) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("a", 100000, "torch.uint8", "cpu"),
-       Allocate("gpu", 1 << 20, "torch.uint8", "cuda:0"),
-       Allocate("dynamic", 100000, "torch.uint8", "cpu", "s0"), Kernel(),
-       Free("a"), Allocate("b", 100000, "torch.uint8", "cpu"), Kernel(),
-       Free("b"), Free("gpu"), Free("dynamic"), Kernel()}));
+  const Planned planned = PlanReuse(
+      Program({Allocate("a", 100000, "torch.uint8", "cpu"),
+               Allocate("gpu", 1 << 20, "torch.uint8", "cuda:0"),
+               Allocate("dynamic", 100000, "torch.uint8", "cpu", "s0"),
+               Kernel(), Free("a"), Allocate("b", 100000, "torch.uint8", "cpu"),
+               Kernel(), Free("b"), Free("gpu"), Free("dynamic"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   const StackAllocationDecision& stack = *planned.decisions().stack_allocation;
   EXPECT_TRUE(stack.allowed);
@@ -343,10 +343,10 @@ TEST(ReusePlannerTest, StackAllocationCountsFreshStaticCpuAllocations) {
 
 // Subgraphs count too: the sum over every planning state.
 TEST(ReusePlannerTest, StackAllocationSumsOverSubgraphs) {
-  const Planned planned = PlanReuse(Program(
-      {Allocate("a", 60000, "torch.uint8", "cpu"), Kernel(), Enter(),
-       Allocate("b", 60000, "torch.uint8", "cpu"), Kernel(), Free("b"),
-       Exit(), Free("a"), Kernel()}));
+  const Planned planned =
+      PlanReuse(Program({Allocate("a", 60000, "torch.uint8", "cpu"), Kernel(),
+                         Enter(), Allocate("b", 60000, "torch.uint8", "cpu"),
+                         Kernel(), Free("b"), Exit(), Free("a"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   const StackAllocationDecision& stack = *planned.decisions().stack_allocation;
   EXPECT_EQ(stack.total_static_elements, 120000);

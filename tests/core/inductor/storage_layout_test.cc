@@ -39,9 +39,9 @@ TEST(StoragesTest, GroupsJoinAStorageWhenTheyFollowItsLastOnTheSameDevice) {
   EXPECT_EQ(storages.Join(1, 4), 2);  // e is on another device
   EXPECT_EQ(storages.storage_of(1), 0);
   EXPECT_EQ(storages.storage_of(3), 1);
-  EXPECT_THAT(storages.members(),
-              ElementsAre(ElementsAre(0, 1), ElementsAre(2, 3),
-                          ElementsAre(4)));
+  EXPECT_THAT(
+      storages.members(),
+      ElementsAre(ElementsAre(0, 1), ElementsAre(2, 3), ElementsAre(4)));
 }
 
 // Storages S0 {a, b}, S1 {c}, S2 {out1}, S3 {out2}, alignment 64:

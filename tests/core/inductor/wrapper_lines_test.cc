@@ -29,8 +29,12 @@ PoolLines GroupOrDie(const WrapperProgram& program) {
 // The example of core/inductor/wrapper_lines.h.
 TEST(GroupWrapperLinesTest, GroupsReusesAndExtendsOutputs) {
   WrapperProgram program;
-  program.lines = {Allocate("buf0", 128), Allocate("buf1", 64), Kernel(),
-                   Reuse("buf0", "buf2"), Kernel(),      Free("buf2"),
+  program.lines = {Allocate("buf0", 128),
+                   Allocate("buf1", 64),
+                   Kernel(),
+                   Reuse("buf0", "buf2"),
+                   Kernel(),
+                   Free("buf2"),
                    Kernel()};
   program.output_names = {"buf1"};
   const PoolLines lines = GroupOrDie(program);
@@ -61,8 +65,9 @@ TEST(GroupWrapperLinesTest, AnOutputNamedByAReuseMakesTheGroupAnOutput) {
 
 TEST(GroupWrapperLinesTest, RemovedBuffersAreDroppedButKeepTheirTimestep) {
   WrapperProgram program;
-  program.lines = {Allocate("gone", 64), Kernel(), Allocate("buf0", 64),
-                   Kernel(), Free("gone"), Kernel(), Free("buf0")};
+  program.lines = {
+      Allocate("gone", 64), Kernel(), Allocate("buf0", 64), Kernel(),
+      Free("gone"),         Kernel(), Free("buf0")};
   program.removed_buffers = {"gone"};
   const PoolLines lines = GroupOrDie(program);
   ASSERT_EQ(lines.buffers.size(), 1u);
@@ -74,8 +79,9 @@ TEST(GroupWrapperLinesTest, RemovedBuffersAreDroppedButKeepTheirTimestep) {
 TEST(GroupWrapperLinesTest, ReuseOfStorageNoGroupHoldsIsIgnored) {
   WrapperProgram program;
   // "arg0" is a graph input: no ALLOCATE line, so no group.
-  program.lines = {Reuse("arg0", "buf0"), Kernel(), Allocate("buf1", 64),
-                   Kernel(), Free("buf0"), Free("buf1")};
+  program.lines = {Reuse("arg0", "buf0"), Kernel(),
+                   Allocate("buf1", 64),  Kernel(),
+                   Free("buf0"),          Free("buf1")};
   const PoolLines lines = GroupOrDie(program);
   ASSERT_EQ(lines.buffers.size(), 1u);
   EXPECT_THAT(lines.buffers[0].names, ElementsAre("buf1"));
@@ -90,11 +96,11 @@ TEST(GroupWrapperLinesTest, ReuseOfStorageNoGroupHoldsIsIgnored) {
 TEST(GroupWrapperLinesTest, LinesThatPlanNothingCountInTheirRun) {
   WrapperProgram program;
   program.lines = {Allocate("a", 64),
-                   Line(WrapperLineKind::kPlanningNoOp),   // t1, with a
+                   Line(WrapperLineKind::kPlanningNoOp),  // t1, with a
                    Kernel(),
-                   Line(WrapperLineKind::kPlanningNoOp),   // t2, alone
+                   Line(WrapperLineKind::kPlanningNoOp),  // t2, alone
                    Line(WrapperLineKind::kExternAllocate),
-                   Free("a"),                              // t3
+                   Free("a"),  // t3
                    Line(WrapperLineKind::kFreeInput),
                    Kernel()};
   program.lines[4].name = "conv";
@@ -108,12 +114,9 @@ TEST(GroupWrapperLinesTest, LinesThatPlanNothingCountInTheirRun) {
 
 TEST(GroupWrapperLinesTest, SubgraphLinesSeparateTimesteps) {
   WrapperProgram program;
-  program.lines = {Allocate("buf0", 64),
-                   Line(WrapperLineKind::kEnterSubgraph),
-                   Allocate("buf1", 64),
-                   Line(WrapperLineKind::kExitSubgraph),
-                   Free("buf1"),
-                   Free("buf0")};
+  program.lines = {Allocate("buf0", 64), Line(WrapperLineKind::kEnterSubgraph),
+                   Allocate("buf1", 64), Line(WrapperLineKind::kExitSubgraph),
+                   Free("buf1"),         Free("buf0")};
   const PoolLines lines = GroupOrDie(program);
   ASSERT_EQ(lines.buffers.size(), 2u);
   EXPECT_EQ(lines.buffers[0].live_range, (LiveRange{1, 3}));
@@ -150,9 +153,9 @@ TEST(GroupWrapperLinesTest, RejectsMalformedLinesNamingThem) {
 
 TEST(MarkFirstLastUsageTest, CreatesAtFirstAllocationAndFreesAtLastFree) {
   WrapperProgram program;
-  program.lines = {Allocate("a", 64), Kernel(),  Allocate("b", 64),
-                   Kernel(),          Free("a"), Kernel(),
-                   Free("b"),         Allocate("out", 64), Kernel()};
+  program.lines = {
+      Allocate("a", 64), Kernel(),  Allocate("b", 64),   Kernel(), Free("a"),
+      Kernel(),          Free("b"), Allocate("out", 64), Kernel()};
   program.output_names = {"out"};
   const PoolLines lines = GroupOrDie(program);
   ASSERT_EQ(lines.buffers.size(), 3u);
@@ -163,7 +166,6 @@ TEST(MarkFirstLastUsageTest, CreatesAtFirstAllocationAndFreesAtLastFree) {
   EXPECT_THAT(MarkFirstLastUsage(lines, plan),
               ElementsAre(PoolUsage{0, 6}, PoolUsage{7, -1}));
 }
-
 
 NodeWrite Write(const std::string& name, Bytes size,
                 const std::string& in_place_of = "") {
@@ -186,7 +188,8 @@ ScheduledNode Node(std::vector<NodeWrite> writes,
 
 PoolLines GroupNodesOrDie(const std::vector<ScheduledNode>& nodes,
                           const std::vector<std::string>& outputs) {
-  absl::StatusOr<WrapperProgram> program = WrapperLinesFromNodes(nodes, outputs);
+  absl::StatusOr<WrapperProgram> program =
+      WrapperLinesFromNodes(nodes, outputs);
   EXPECT_TRUE(program.ok()) << program.status();
   return program.ok() ? GroupOrDie(*program) : PoolLines();
 }
@@ -195,9 +198,9 @@ PoolLines GroupNodesOrDie(const std::vector<ScheduledNode>& nodes,
 //   ALLOCATE a | k0 | ALLOCATE b | k1 | FREE a, ALLOCATE c | k2 | FREE b
 //   timestep 1       2                 3                          4
 TEST(WrapperLinesFromNodesTest, BuffersLiveFromWriteToLastUse) {
-  const std::vector<ScheduledNode> nodes = {
-      Node({Write("a", 64)}, {"x"}), Node({Write("b", 128)}, {"a"}),
-      Node({Write("c", 64)}, {"b"})};
+  const std::vector<ScheduledNode> nodes = {Node({Write("a", 64)}, {"x"}),
+                                            Node({Write("b", 128)}, {"a"}),
+                                            Node({Write("c", 64)}, {"b"})};
   absl::StatusOr<WrapperProgram> program = WrapperLinesFromNodes(nodes, {"c"});
   ASSERT_TRUE(program.ok()) << program.status();
   std::vector<std::string> names;
@@ -215,9 +218,9 @@ TEST(WrapperLinesFromNodesTest, BuffersLiveFromWriteToLastUse) {
 }
 
 TEST(WrapperLinesFromNodesTest, InPlaceWriteJoinsTheBufferItReuses) {
-  const std::vector<ScheduledNode> nodes = {
-      Node({Write("a", 64)}, {}), Node({Write("b", 64, "a")}, {"a"}),
-      Node({Write("c", 64)}, {"b"})};
+  const std::vector<ScheduledNode> nodes = {Node({Write("a", 64)}, {}),
+                                            Node({Write("b", 64, "a")}, {"a"}),
+                                            Node({Write("c", 64)}, {"b"})};
   const PoolLines lines = GroupNodesOrDie(nodes, {"c"});
   ASSERT_EQ(lines.buffers.size(), 2u);
   EXPECT_THAT(lines.buffers[0].names, ElementsAre("a", "b"));
@@ -256,9 +259,10 @@ TEST(WrapperLinesFromNodesTest, RejectsMalformedNodesNamingTheWrite) {
                         "by nodes[0] too"));
   EXPECT_THAT(error({Node({Write("", 64)}, {})}),
               HasSubstr("nodes[0].writes[0].name: is empty"));
-  EXPECT_THAT(error({Node({Write("a", 64)}, {}), Node({Write("b", 64, "a")}, {})}),
-              HasSubstr("nodes[1].writes[0].in_place_of: buffer \"a\" is not "
-                        "read by the node"));
+  EXPECT_THAT(
+      error({Node({Write("a", 64)}, {}), Node({Write("b", 64, "a")}, {})}),
+      HasSubstr("nodes[1].writes[0].in_place_of: buffer \"a\" is not "
+                "read by the node"));
 }
 
 }  // namespace

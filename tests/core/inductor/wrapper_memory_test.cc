@@ -96,16 +96,15 @@ TEST(TimelineOfLinesTest, ExternOutputsLiveUntilTheirLastHolderLetsGo) {
   EXPECT_EQ(timeline.spans[0].end, 7);
   ASSERT_EQ(timeline.unplanned.size(), 1u);
   EXPECT_THAT(timeline.unplanned[0].blocks,
-              UnorderedElementsAre(MemoryBlock{3, 5, 50},
-                                   MemoryBlock{6, kNeverFreed, 700, true},
-                                   MemoryBlock{0, 8, 1000},
-                                   MemoryBlock{3, 10, 300}));
+              UnorderedElementsAre(
+                  MemoryBlock{3, 5, 50}, MemoryBlock{6, kNeverFreed, 700, true},
+                  MemoryBlock{0, 8, 1000}, MemoryBlock{3, 10, 300}));
   // The baseline holds buf1 as well.
-  EXPECT_THAT(timeline.baseline[0].blocks,
-              UnorderedElementsAre(MemoryBlock{1, 7, 200}, MemoryBlock{3, 5, 50},
-                                   MemoryBlock{6, kNeverFreed, 700, true},
-                                   MemoryBlock{0, 8, 1000},
-                                   MemoryBlock{3, 10, 300}));
+  EXPECT_THAT(
+      timeline.baseline[0].blocks,
+      UnorderedElementsAre(MemoryBlock{1, 7, 200}, MemoryBlock{3, 5, 50},
+                           MemoryBlock{6, kNeverFreed, 700, true},
+                           MemoryBlock{0, 8, 1000}, MemoryBlock{3, 10, 300}));
 }
 
 TEST(TimelineOfLinesTest, PredictedAndBaselinePeaks) {
@@ -134,7 +133,7 @@ TEST(TimelineOfLinesTest, PredictedAndBaselinePeaks) {
 //   line 7 kernel
 TEST(TimelineOfLinesTest, TheBaselineHoldsAStorageTheReusePassHandsOn) {
   WrapperProgram program;
-  program.lines = {Allocate("a", 256), Kernel(), Free("a"),   Kernel(),
+  program.lines = {Allocate("a", 256), Kernel(), Free("a"), Kernel(),
                    Allocate("b", 256), Kernel(), Free("b"), Kernel()};
   const Graph graph = Derive(program);
   const ReuseDecision decision{/*allocation_line=*/4, /*free_line=*/2, "b",
@@ -154,14 +153,20 @@ TEST(TimelineOfLinesTest, AnExternOutputHandedToABufferLivesOnInTheBaseline) {
   // pools, conv0 is freed at its FREE and buf2 lives in its pool.
   WrapperLine free_conv = FreeExternal("conv0", 512);
   WrapperProgram program;
-  program.lines = {Extern("conv0", 512), Kernel(), free_conv,
-                   Allocate("buf2", 512), Kernel(), Free("buf2"), Kernel()};
+  program.lines = {Extern("conv0", 512),
+                   Kernel(),
+                   free_conv,
+                   Allocate("buf2", 512),
+                   Kernel(),
+                   Free("buf2"),
+                   Kernel()};
   const Graph graph = Derive(program);
   const GraphTimeline timeline = TimelineOfLines(
       graph.problem, graph.program, graph.lines,
       {ReuseDecision{/*allocation_line=*/3, /*free_line=*/2, "buf2", "conv0"}});
   EXPECT_THAT(timeline.baseline[0].blocks, ElementsAre(MemoryBlock{0, 5, 512}));
-  EXPECT_THAT(timeline.unplanned[0].blocks, ElementsAre(MemoryBlock{0, 2, 512}));
+  EXPECT_THAT(timeline.unplanned[0].blocks,
+              ElementsAre(MemoryBlock{0, 2, 512}));
 }
 
 TEST(TimelineOfLinesTest, AnInputTakenOverInPlaceIsFreedWithItsTaker) {
@@ -172,7 +177,7 @@ TEST(TimelineOfLinesTest, AnInputTakenOverInPlaceIsFreedWithItsTaker) {
   takeover.allocation.size = 4096;
   takeover.allocation.device = "cuda:0";
   WrapperProgram program;
-  program.lines = {Allocate("buf0", 64), Kernel(), takeover, Kernel(),
+  program.lines = {Allocate("buf0", 64), Kernel(),     takeover, Kernel(),
                    Free("buf3"),         Free("buf0"), Kernel()};
   const Graph graph = Derive(program);
   const GraphTimeline timeline =

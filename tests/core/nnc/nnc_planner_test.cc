@@ -35,19 +35,18 @@ std::vector<NncDecision> NncOf(const Plan& plan) {
 //   that fits, though a's fits exactly. d [2,3) 2048 fits nowhere; e [2,3)
 //   256 takes a's.
 TEST(NncPlannerTest, BuffersByStartTakeTheFirstFreedMemoryThatFits) {
-  const Problem problem = BuffersProblem(
-      {MakeBuffer("a", 256, 0, 1), MakeBuffer("b", 1024, 0, 2),
-       MakeBuffer("c", 256, 2, 3), MakeBuffer("d", 2048, 2, 3),
-       MakeBuffer("e", 256, 2, 3)});
+  const Problem problem =
+      BuffersProblem({MakeBuffer("a", 256, 0, 1), MakeBuffer("b", 1024, 0, 2),
+                      MakeBuffer("c", 256, 2, 3), MakeBuffer("d", 2048, 2, 3),
+                      MakeBuffer("e", 256, 2, 3)});
   const Plan plan = PlanBuffers(NncPlanner(), problem);
   EXPECT_EQ(plan.planner, "nnc");
-  EXPECT_THAT(
-      NncOf(plan),
-      ElementsAre(NncDecision{-1, "a", NncPlacement::kNoFit, ""},
-                  NncDecision{-1, "b", NncPlacement::kNoFit, ""},
-                  NncDecision{-1, "c", NncPlacement::kReused, "b"},
-                  NncDecision{-1, "d", NncPlacement::kNoFit, ""},
-                  NncDecision{-1, "e", NncPlacement::kReused, "a"}));
+  EXPECT_THAT(NncOf(plan),
+              ElementsAre(NncDecision{-1, "a", NncPlacement::kNoFit, ""},
+                          NncDecision{-1, "b", NncPlacement::kNoFit, ""},
+                          NncDecision{-1, "c", NncPlacement::kReused, "b"},
+                          NncDecision{-1, "d", NncPlacement::kNoFit, ""},
+                          NncDecision{-1, "e", NncPlacement::kReused, "a"}));
   EXPECT_EQ(plan.assignments[2], plan.assignments[1]);
   EXPECT_EQ(plan.assignments[4], plan.assignments[0]);
 }
@@ -57,10 +56,10 @@ TEST(NncPlannerTest, OrdersBuffersByStart) {
   const Problem problem = BuffersProblem(
       {MakeBuffer("late", 256, 5, 6), MakeBuffer("early", 256, 0, 2)});
   const Plan plan = PlanBuffers(NncPlanner(), problem);
-  EXPECT_THAT(NncOf(plan),
-              ElementsAre(NncDecision{-1, "early", NncPlacement::kNoFit, ""},
-                          NncDecision{-1, "late", NncPlacement::kReused,
-                                      "early"}));
+  EXPECT_THAT(
+      NncOf(plan),
+      ElementsAre(NncDecision{-1, "early", NncPlacement::kNoFit, ""},
+                  NncDecision{-1, "late", NncPlacement::kReused, "early"}));
 }
 
 // A buffer of dynamic size gets memory of its own that no one reuses, and
@@ -76,16 +75,15 @@ TEST(NncPlannerTest, DynamicSizesAreNeverReused) {
       NncOf(plan),
       ElementsAre(NncDecision{-1, "dyn", NncPlacement::kDynamicSize, ""},
                   NncDecision{-1, "after_dyn", NncPlacement::kNoFit, ""},
-                  NncDecision{-1, "static", NncPlacement::kReused,
-                              "after_dyn"},
+                  NncDecision{-1, "static", NncPlacement::kReused, "after_dyn"},
                   NncDecision{-1, "dyn2", NncPlacement::kDynamicSize, ""}));
 }
 
 // Outputs are NNC's buffer arguments: memory of their own, never reused.
 TEST(NncPlannerTest, OutputsAreNotPlanned) {
-  const Problem problem = BuffersProblem(
-      {MakeBuffer("a", 256, 0, 1), MakeBuffer("out", 256, 1, 3, true),
-       MakeBuffer("b", 256, 3, 4)});
+  const Problem problem = BuffersProblem({MakeBuffer("a", 256, 0, 1),
+                                          MakeBuffer("out", 256, 1, 3, true),
+                                          MakeBuffer("b", 256, 3, 4)});
   const Plan plan = PlanBuffers(NncPlanner(), problem);
   EXPECT_THAT(NncOf(plan),
               ElementsAre(NncDecision{-1, "a", NncPlacement::kNoFit, ""},
@@ -95,8 +93,9 @@ TEST(NncPlannerTest, OutputsAreNotPlanned) {
 
 // Memory of another device never fits.
 TEST(NncPlannerTest, MemoryOfAnotherDeviceNeverFits) {
-  const Problem problem = BuffersProblem(
-      {MakeBuffer("a", 256, 0, 1, false, "cuda:1"), MakeBuffer("b", 256, 1, 2)});
+  const Problem problem =
+      BuffersProblem({MakeBuffer("a", 256, 0, 1, false, "cuda:1"),
+                      MakeBuffer("b", 256, 1, 2)});
   const Plan plan = PlanBuffers(NncPlanner(), problem);
   EXPECT_THAT(NncOf(plan),
               ElementsAre(NncDecision{-1, "a", NncPlacement::kNoFit, ""},
@@ -114,11 +113,10 @@ TEST(NncPlannerTest, ExternalBuffersNeverTakeFreedMemory) {
       {Allocate("a", 1024), Kernel(), Free("a"), FreeExternal("ext", 256),
        Kernel(), Allocate("b", 256), Kernel(), Free("b"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
-  EXPECT_THAT(
-      planned.decisions().nnc,
-      ElementsAre(NncDecision{0, "a", NncPlacement::kNoFit, ""},
-                  NncDecision{3, "ext", NncPlacement::kExternal, ""},
-                  NncDecision{5, "b", NncPlacement::kReused, "ext"}));
+  EXPECT_THAT(planned.decisions().nnc,
+              ElementsAre(NncDecision{0, "a", NncPlacement::kNoFit, ""},
+                          NncDecision{3, "ext", NncPlacement::kExternal, ""},
+                          NncDecision{5, "b", NncPlacement::kReused, "ext"}));
   EXPECT_FALSE(planned.SameStorage("a", "b"));
   EXPECT_THAT(planned.decisions().reuse, IsEmpty());
   EXPECT_FALSE(planned.decisions().stack_allocation.has_value());
@@ -128,9 +126,9 @@ TEST(NncPlannerTest, ExternalBuffersNeverTakeFreedMemory) {
 // allocated at that timestep (its first kernel comes after the other's
 // last).
 TEST(NncPlannerTest, LinesFreeMemoryForTheNextKernel) {
-  const Planned planned = PlanNnc(Program(
-      {Allocate("a", 256), Kernel(), Free("a"), Allocate("b", 128), Kernel(),
-       Free("b"), Kernel()}));
+  const Planned planned =
+      PlanNnc(Program({Allocate("a", 256), Kernel(), Free("a"),
+                       Allocate("b", 128), Kernel(), Free("b"), Kernel()}));
   ASSERT_TRUE(planned.plan.ok()) << planned.plan.status();
   EXPECT_THAT(planned.decisions().nnc,
               ElementsAre(NncDecision{0, "a", NncPlacement::kNoFit, ""},

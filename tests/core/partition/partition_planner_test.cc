@@ -38,10 +38,10 @@ DevicePeaks PeaksOf(const Problem& problem, const Plan& plan) {
 //         +--+----+-----+---+-->   passes the peak with one pool per
 //            0    2     4   6      buffer (1100 at 2): one pool.
 TEST(PartitionPlannerTest, OnePoolWhereItNeverRaisesThePeak) {
-  const Problem problem = WholeGraph(
-      {MakeBuffer("a", 100, 0, 2), MakeBuffer("b", 100, 2, 4),
-       MakeBuffer("c", 100, 4, 6)},
-      {{"e", 1000, "cuda:0", {2, 4}, false}});
+  const Problem problem =
+      WholeGraph({MakeBuffer("a", 100, 0, 2), MakeBuffer("b", 100, 2, 4),
+                  MakeBuffer("c", 100, 4, 6)},
+                 {{"e", 1000, "cuda:0", {2, 4}, false}});
   const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
   EXPECT_EQ(plan.planner, "partition");
   ASSERT_EQ(plan.pools.size(), 1u);
@@ -59,9 +59,9 @@ TEST(PartitionPlannerTest, OnePoolWhereItNeverRaisesThePeak) {
 //         +--+----+-----+----->    of its own.
 //            0    2     4
 TEST(PartitionPlannerTest, APoolOfItsOwnWhereSharingWouldRaiseThePeak) {
-  const Problem problem = WholeGraph(
-      {MakeBuffer("a", 300, 0, 2), MakeBuffer("b", 100, 2, 4)},
-      {{"e", 1000, "cuda:0", {2, 4}, false}});
+  const Problem problem =
+      WholeGraph({MakeBuffer("a", 300, 0, 2), MakeBuffer("b", 100, 2, 4)},
+                 {{"e", 1000, "cuda:0", {2, 4}, false}});
   const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
   ASSERT_EQ(plan.pools.size(), 2u);
   EXPECT_NE(plan.assignments[0].pool, plan.assignments[1].pool);
@@ -108,9 +108,9 @@ TEST(PartitionPlannerTest, OutputsKeepPoolsOfTheirOwn) {
 }
 
 TEST(PartitionPlannerTest, AutoPartitionsOnlyAWholeGraphInIntermediatesMode) {
-  Problem problem = WholeGraph(
-      {MakeBuffer("a", 300, 0, 2), MakeBuffer("b", 100, 2, 4)},
-      {{"e", 1000, "cuda:0", {2, 4}, false}});
+  Problem problem =
+      WholeGraph({MakeBuffer("a", 300, 0, 2), MakeBuffer("b", 100, 2, 4)},
+                 {{"e", 1000, "cuda:0", {2, 4}, false}});
   const Planner& automatic = *FindPlanner("auto");
   EXPECT_EQ(PlanAndValidate(automatic, problem).planner, "partition");
   problem.pool_mode = PoolMode::kCombined;

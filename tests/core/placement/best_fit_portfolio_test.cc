@@ -39,8 +39,7 @@ using ::testing::ElementsAre;
 // orders also reach 10, and contention is listed first.
 TEST(BestFitPortfolioTest, KeepsTheLowestAndNamesTheWinner) {
   PlacementProblem problem;
-  problem.items = {Item(0, 1, 5), Item(0, 2, 5), Item(1, 3, 2),
-                   Item(2, 3, 4)};
+  problem.items = {Item(0, 1, 5), Item(0, 2, 5), Item(1, 3, 2), Item(2, 3, 4)};
   absl::StatusOr<Placement> by_size =
       BestFitPlace(problem, BestFitOrder::kSizeDescending, PlanContext());
   absl::StatusOr<Placement> by_length =
@@ -179,22 +178,22 @@ TEST(BestFitPortfolioThreadsTest, StopsWhenCancelled) {
   const std::atomic<bool> cancelled{true};
   PlanContext context;
   context.cancelled = &cancelled;
-  EXPECT_EQ(BestFitPortfolio(problem, context, nullptr, absl::InfiniteFuture(),
-                             2)
-                .status()
-                .code(),
-            absl::StatusCode::kCancelled);
+  EXPECT_EQ(
+      BestFitPortfolio(problem, context, nullptr, absl::InfiniteFuture(), 2)
+          .status()
+          .code(),
+      absl::StatusCode::kCancelled);
 }
 
 TEST(BestFitPortfolioThreadsTest, StopsAtThePassedDeadline) {
   const PlacementProblem problem = LargeProblem(8, 30000);
   PlanContext context;
   context.deadline = absl::InfinitePast();
-  EXPECT_EQ(BestFitPortfolio(problem, context, nullptr, absl::InfiniteFuture(),
-                             2)
-                .status()
-                .code(),
-            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(
+      BestFitPortfolio(problem, context, nullptr, absl::InfiniteFuture(), 2)
+          .status()
+          .code(),
+      absl::StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace

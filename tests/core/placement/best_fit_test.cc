@@ -48,7 +48,7 @@ Placement PlaceOrDie(const PlacementProblem& problem,
 //             0      3         5     8       10
 TEST(BestFitPlaceTest, PicksTheTightestGap) {
   PlacementProblem problem;
-  problem.items = {Item(0, 10, 50), Item(0, 3, 40), Item(0, 10, 35),
+  problem.items = {Item(0, 10, 50), Item(0, 3, 40),  Item(0, 10, 35),
                    Item(0, 3, 30),  Item(0, 10, 29), Item(5, 8, 28),
                    Item(5, 8, 20)};
   const Placement placement = PlaceOrDie(problem);
@@ -365,8 +365,8 @@ TEST(BestFitPropertyTest, ValidAboveTheBoundDeterministicAndAsSpecified) {
         RandomPlacementProblem(seed, VariedPlacementOptions(seed));
     const Bytes bound = PlacementLowerBound(problem);
     for (const BestFitOrder order : kAllBestFitOrders) {
-      SCOPED_TRACE(absl::StrCat("seed ", seed, " order ",
-                                BestFitOrderName(order)));
+      SCOPED_TRACE(
+          absl::StrCat("seed ", seed, " order ", BestFitOrderName(order)));
       absl::StatusOr<Placement> placement =
           BestFitPlace(problem, order, PlanContext());
       ASSERT_TRUE(placement.ok()) << placement.status();
@@ -398,8 +398,8 @@ void ExpectEveryOrderMatchesTheReference(
   for (const BestFitOrder order : kAllBestFitOrders) {
     const std::vector<Bytes> expected = ReferenceBestFit(problem, order);
     for (const BestFitSchedule schedule : schedules) {
-      SCOPED_TRACE(absl::StrCat("order ", BestFitOrderName(order),
-                                " schedule ", static_cast<int>(schedule)));
+      SCOPED_TRACE(absl::StrCat("order ", BestFitOrderName(order), " schedule ",
+                                static_cast<int>(schedule)));
       absl::StatusOr<Placement> placement =
           BestFitPlace(problem, order, PlanContext(), schedule);
       ASSERT_TRUE(placement.ok()) << placement.status();

@@ -59,8 +59,7 @@ TEST(AddToUnionTest, HoldsExactlyTheBytesAddedAsDisjointRuns) {
       for (const ByteInterval& interval : Intervals(byte_union)) {
         got.push_back({interval.lo, interval.hi});
       }
-      ASSERT_EQ(got, Runs(bytes)) << "after adding [" << lo << "," << hi
-                                  << ")";
+      ASSERT_EQ(got, Runs(bytes)) << "after adding [" << lo << "," << hi << ")";
       ASSERT_EQ(byte_union.span.lo, got.front().first);
       ASSERT_EQ(byte_union.span.hi, got.back().second);
       ASSERT_EQ(byte_union.hi(), got.back().second);

@@ -38,7 +38,8 @@ TEST_P(CorpusAutoTest, AutoIsNeverAboveInductor) {
   ASSERT_TRUE(inductor.ok()) << inductor.status();
   PlanContext context;
   context.search_deadline = absl::Now() + absl::Milliseconds(20);
-  absl::StatusOr<Plan> plan = FindPlanner("auto")->PlanProblem(*problem, context);
+  absl::StatusOr<Plan> plan =
+      FindPlanner("auto")->PlanProblem(*problem, context);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(ValidatePlan(*problem, *plan).ok());
   EXPECT_LE(TotalPoolBytes(*plan), TotalPoolBytes(*inductor));
@@ -54,8 +55,8 @@ INSTANTIATE_TEST_SUITE_P(
                                      PoolMode::kNone)),
     [](const auto& info) {
       return TestNameOf(
-          std::filesystem::path(std::get<0>(info.param)).stem().string() +
-          "_" + PoolModeName(std::get<1>(info.param)));
+          std::filesystem::path(std::get<0>(info.param)).stem().string() + "_" +
+          PoolModeName(std::get<1>(info.param)));
     });
 
 }  // namespace

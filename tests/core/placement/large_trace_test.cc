@@ -40,7 +40,8 @@ TEST(LargeTraceTest, PeakWindowsBringPanguToItsLowerBound) {
   const Bytes bound = ModeLowerBound(*problem);
 
   // Every best-fit order alone stays above the bound (0.76% at best).
-  absl::StatusOr<Plan> best_fit = FindPlanner("best_fit")->PlanProblem(*problem, {});
+  absl::StatusOr<Plan> best_fit =
+      FindPlanner("best_fit")->PlanProblem(*problem, {});
   ASSERT_TRUE(best_fit.ok()) << best_fit.status();
   EXPECT_GT(TotalPoolBytes(*best_fit), bound);
 

@@ -21,8 +21,7 @@ namespace memplan {
 namespace {
 
 bool Meet(const PlacementItem& a, const PlacementItem& b) {
-  return a.size > 0 && b.size > 0 &&
-         a.live_range.begin < a.live_range.end &&
+  return a.size > 0 && b.size > 0 && a.live_range.begin < a.live_range.end &&
          b.live_range.begin < b.live_range.end &&
          a.live_range.begin < b.live_range.end &&
          b.live_range.begin < a.live_range.end;
@@ -112,8 +111,7 @@ PlacementProblem TinyProblem(std::mt19937_64& rng, int max_items,
 SearchResult Solve(const PlacementProblem& problem,
                    const SearchOptions& options = {},
                    const PlanContext& context = {}) {
-  absl::StatusOr<SearchResult> result =
-      OptimalPlace(problem, options, context);
+  absl::StatusOr<SearchResult> result = OptimalPlace(problem, options, context);
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? *result : SearchResult();
 }
@@ -178,7 +176,6 @@ TEST(OptimalSearchTest, DecidesCapacityLikeBruteForce) {
   }
 }
 
-
 // Returns a problem whose items tile the rectangle [0, horizon) x [0,
 // height) exactly (guillotine cuts of random pieces), so its optimum is
 // `height`, the lower bound; a greedy placement rarely finds it.
@@ -196,13 +193,15 @@ PlacementProblem PerfectPacking(uint64_t seed, int num_items, Timestep horizon,
     Piece piece = pieces[k];
     if (rng() % 2 == 0 && piece.end - piece.begin >= 2) {
       const Timestep cut =
-          piece.begin + 1 + static_cast<Timestep>(rng() % (piece.end - piece.begin - 1));
+          piece.begin + 1 +
+          static_cast<Timestep>(rng() % (piece.end - piece.begin - 1));
       pieces[k].end = cut;
       piece.begin = cut;
       pieces.push_back(piece);
     } else if (piece.top - piece.bottom >= 2) {
       const Bytes cut =
-          piece.bottom + 1 + static_cast<Bytes>(rng() % (piece.top - piece.bottom - 1));
+          piece.bottom + 1 +
+          static_cast<Bytes>(rng() % (piece.top - piece.bottom - 1));
       pieces[k].top = cut;
       piece.bottom = cut;
       pieces.push_back(piece);
@@ -228,10 +227,10 @@ PlacementProblem PerfectPacking(uint64_t seed, int num_items, Timestep horizon,
 TEST(OptimalSearchTest, RespectsPinsAndAlignment) {
   PlacementProblem problem;
   problem.items = {
-      Item(0, 4, 3),                          // i0
+      Item(0, 4, 3),                                       // i0
       Item(0, 2, 3, /*alignment=*/1, /*fixed_offset=*/3),  // i1
-      Item(0, 4, 3, /*alignment=*/2),         // i2
-      Item(5, 6, 2),                          // i3
+      Item(0, 4, 3, /*alignment=*/2),                      // i2
+      Item(5, 6, 2),                                       // i3
   };
   const SearchResult result = Solve(problem);
   ExpectValid(problem, result);
@@ -279,10 +278,9 @@ TEST(OptimalSearchTest, InfeasibleOnlyBySearch) {
 TEST(OptimalSearchTest, ItemsThatOccupyNothing) {
   PlacementProblem problem;
   problem.items = {
-      Item(0, 4, 0),                      // no bytes
-      Item(3, 3, 7),                      // no timestep: still counts 7
-      Item(0, 4, 5),
-      Item(1, 2, 0, 1, /*fixed_offset=*/9),  // pinned, no bytes
+      Item(0, 4, 0),  // no bytes
+      Item(3, 3, 7),  // no timestep: still counts 7
+      Item(0, 4, 5), Item(1, 2, 0, 1, /*fixed_offset=*/9),  // pinned, no bytes
   };
   const SearchResult result = Solve(problem);
   ExpectValid(problem, result);
@@ -303,8 +301,8 @@ TEST(OptimalSearchTest, EmptyProblem) {
 TEST(OptimalSearchTest, IndependentPartsTakeTheHighest) {
   // Nothing lives at time 5: two parts, the higher one decides.
   PlacementProblem problem;
-  problem.items = {Item(0, 3, 4), Item(2, 5, 4), Item(5, 8, 3),
-                   Item(6, 9, 3), Item(7, 10, 3)};
+  problem.items = {Item(0, 3, 4), Item(2, 5, 4), Item(5, 8, 3), Item(6, 9, 3),
+                   Item(7, 10, 3)};
   const SearchResult result = Solve(problem);
   ExpectValid(problem, result);
   EXPECT_EQ(result.placement.height, 9);
@@ -348,7 +346,8 @@ PlacementProblem HardProblem(uint64_t seed, int num_items, Timestep horizon) {
   for (int i = 0; i < num_items; ++i) {
     const Timestep begin = static_cast<Timestep>(rng() % horizon);
     const Timestep end = begin + 1 + static_cast<Timestep>(rng() % 20);
-    problem.items.push_back(Item(begin, end, 1 + static_cast<Bytes>(rng() % 1000),
+    problem.items.push_back(Item(begin, end,
+                                 1 + static_cast<Bytes>(rng() % 1000),
                                  Bytes{1} << (rng() % 7)));
   }
   return problem;

@@ -87,13 +87,14 @@ TEST_P(SearchPlannersTest, OutputsModeKeepsOutputsTogether) {
 }
 
 TEST_P(SearchPlannersTest, PinnedOffsetsAndAlignmentsAreRespected) {
-  for (PoolMode mode : {PoolMode::kCombined, PoolMode::kIntermediates,
-                        PoolMode::kOutputs}) {
+  for (PoolMode mode :
+       {PoolMode::kCombined, PoolMode::kIntermediates, PoolMode::kOutputs}) {
     Problem problem;
     problem.pool_mode = mode;
     problem.alignment = 1;
     problem.buffers = {MakeBuffer("a", 10, 0, 4), MakeBuffer("b", 10, 2, 6),
-                       MakeBuffer("c", 7, 1, 3), MakeBuffer("o", 5, 3, 8, true)};
+                       MakeBuffer("c", 7, 1, 3),
+                       MakeBuffer("o", 5, 3, 8, true)};
     problem.buffers[1].fixed_offset = 40;
     problem.buffers[2].alignment = 16;
     Plan plan = PlanOrDie(problem);
@@ -125,8 +126,7 @@ TEST(AutoPlannerTest, NamesTheWinner) {
   problem.pool_mode = PoolMode::kCombined;
   problem.buffers = {MakeBuffer("a", 64, 0, 4), MakeBuffer("b", 64, 2, 6)};
   absl::StatusOr<Plan> plan =
-      FindPlanner("auto")->PlanProblem(problem,
-                                   Budget(absl::Milliseconds(50)));
+      FindPlanner("auto")->PlanProblem(problem, Budget(absl::Milliseconds(50)));
   ASSERT_TRUE(plan.ok());
   // Inductor meets the bound here, and ties go to Inductor.
   EXPECT_EQ(plan->planner, "inductor");
@@ -141,8 +141,7 @@ TEST(AutoPlannerTest, RefusesNothingInductorCannotDo) {
   EXPECT_EQ(InductorPlanner().PlanProblem(problem, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
   absl::StatusOr<Plan> plan =
-      FindPlanner("auto")->PlanProblem(problem,
-                                   Budget(absl::Milliseconds(50)));
+      FindPlanner("auto")->PlanProblem(problem, Budget(absl::Milliseconds(50)));
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->assignments[0].offset, 64);
 }

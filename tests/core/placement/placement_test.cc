@@ -22,8 +22,8 @@ Placement At(const PlacementProblem& problem, std::vector<Bytes> offsets) {
   return placement;
 }
 
-void ExpectInternal(const PlacementProblem& problem,
-                    const Placement& placement, const std::string& message) {
+void ExpectInternal(const PlacementProblem& problem, const Placement& placement,
+                    const std::string& message) {
   const absl::Status status = ValidatePlacement(problem, placement);
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
   EXPECT_EQ(status.message(), message);
@@ -74,9 +74,8 @@ TEST(ValidatePlacementTest, NamesOverlappingItems) {
 TEST(ValidatePlacementTest, FindsOverlapWithNeighbourAbove) {
   //   i1 [4,5)@160+32 lies inside i0 [2,9)@128+64, entering after it.
   PlacementProblem problem;
-  problem.items = {Item(0, 1, 8), Item(0, 1, 8), Item(0, 1, 8),
-                   Item(2, 9, 64), Item(0, 1, 8), Item(0, 1, 8),
-                   Item(0, 1, 8), Item(4, 5, 32)};
+  problem.items = {Item(0, 1, 8), Item(0, 1, 8), Item(0, 1, 8), Item(2, 9, 64),
+                   Item(0, 1, 8), Item(0, 1, 8), Item(0, 1, 8), Item(4, 5, 32)};
   ExpectInternal(problem, At(problem, {0, 8, 16, 128, 24, 32, 40, 160}),
                  "items[3] and items[7] overlap: [2,9)@128+64 vs [4,5)@160+32");
   ExpectInternal(problem, At(problem, {0, 8, 16, 128, 24, 32, 40, 100}),

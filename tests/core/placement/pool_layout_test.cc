@@ -43,8 +43,8 @@ Placement PlaceAt(const DeviceLayout& layout, std::vector<Bytes> offsets) {
   EXPECT_EQ(offsets.size(), layout.buffers.size());
   Placement placement;
   placement.offsets = std::move(offsets);
-  for (size_t k = placement.offsets.size();
-       k < layout.placement.items.size(); ++k) {
+  for (size_t k = placement.offsets.size(); k < layout.placement.items.size();
+       ++k) {
     placement.offsets.push_back(layout.placement.items[k].fixed_offset);
   }
   placement.height = PlacementHeight(layout.placement, placement.offsets);
@@ -105,9 +105,8 @@ TEST(BuildLayoutsTest, CombinedIsOneGrowingRegionPerDevice) {
       problem, *layouts, {PlaceAt(cuda0, {0, 128}), PlaceAt(cuda1, {0})});
   EXPECT_THAT(plan.pools, ElementsAre(Pool("pool0", "cuda:0", 178),
                                       Pool("pool1", "cuda:1", 200)));
-  EXPECT_THAT(plan.assignments,
-              ElementsAre(Assignment{0, 0}, Assignment{1, 0},
-                          Assignment{0, 128}));
+  EXPECT_THAT(plan.assignments, ElementsAre(Assignment{0, 0}, Assignment{1, 0},
+                                            Assignment{0, 128}));
 }
 
 TEST(BuildLayoutsTest, TheCapacityBoundsTheCombinedRegion) {
@@ -160,9 +159,8 @@ TEST(BuildLayoutsTest, IntermediatesGiveEachOutputAFixedRegion) {
       PlanFromPlacements(problem, *layouts, {PlaceAt(layout, {0, top, top})});
   EXPECT_THAT(plan.pools, ElementsAre(Pool("pool0", "cuda:0", 100),
                                       Pool("pool1", "cuda:0", 64)));
-  EXPECT_THAT(plan.assignments,
-              ElementsAre(Assignment{0, 0}, Assignment{1, 0},
-                          Assignment{1, 0}));
+  EXPECT_THAT(plan.assignments, ElementsAre(Assignment{0, 0}, Assignment{1, 0},
+                                            Assignment{1, 0}));
 }
 
 //   An intermediate may use an output's pool while the output is not live:
@@ -266,17 +264,16 @@ TEST(PlanFromPlacementsTest, DataDependentBuffersGetPoolsOfTheirOwn) {
   EXPECT_THAT(plan.pools, ElementsAre(Pool("pool0", "cuda:0", 100),
                                       Pool("pool1", "cuda:0", 40),
                                       Pool("pool2", "cuda:1", 10)));
-  EXPECT_THAT(plan.assignments,
-              ElementsAre(Assignment{0, 0}, Assignment{1, 0},
-                          Assignment{2, 0}));
+  EXPECT_THAT(plan.assignments, ElementsAre(Assignment{0, 0}, Assignment{1, 0},
+                                            Assignment{2, 0}));
 }
 
 // A buffer of size 0 conflicts with nothing: wherever its item was placed,
 // it sits at offset 0 of its pool.
 TEST(PlanFromPlacementsTest, ZeroSizeBuffersSitAtTheStartOfTheirPool) {
-  const Problem problem = MakeProblem(
-      {MakeBuffer("a", 100, 0, 2), MakeBuffer("z", 0, 0, 1)},
-      PoolMode::kCombined);
+  const Problem problem =
+      MakeProblem({MakeBuffer("a", 100, 0, 2), MakeBuffer("z", 0, 0, 1)},
+                  PoolMode::kCombined);
   absl::StatusOr<std::vector<DeviceLayout>> layouts = BuildLayouts(problem);
   ASSERT_TRUE(layouts.ok()) << layouts.status();
   const Plan plan =

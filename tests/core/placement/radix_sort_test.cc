@@ -48,10 +48,9 @@ TEST(RadixSortTest, OneWordSortsAsAStableSort) {
       keys[i] = OneWord{Key(rng, mask, base), static_cast<uint32_t>(i)};
     }
     std::vector<OneWord> expected = keys;
-    std::stable_sort(expected.begin(), expected.end(),
-                     [](const OneWord& x, const OneWord& y) {
-                       return x.key < y.key;
-                     });
+    std::stable_sort(
+        expected.begin(), expected.end(),
+        [](const OneWord& x, const OneWord& y) { return x.key < y.key; });
     RadixSort<1>(keys, [](const OneWord& key, int) { return key.key; });
     ASSERT_EQ(keys.size(), expected.size());
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -74,8 +73,7 @@ TEST(RadixSortTest, ThreeWordsSortMostSignificantFirst) {
     std::vector<ThreeWords> expected = keys;
     std::stable_sort(expected.begin(), expected.end(),
                      [](const ThreeWords& x, const ThreeWords& y) {
-                       return std::tie(x.a, x.b, x.c) <
-                              std::tie(y.a, y.b, y.c);
+                       return std::tie(x.a, x.b, x.c) < std::tie(y.a, y.b, y.c);
                      });
     RadixSort<3>(keys, [](const ThreeWords& key, int w) {
       return w == 0 ? key.c : w == 1 ? key.b : key.a;

@@ -19,8 +19,8 @@ RandomPlacementOptions VariedPlacementOptions(uint64_t seed) {
   return options;
 }
 
-PlacementProblem RandomPlacementProblem(
-    uint64_t seed, const RandomPlacementOptions& options) {
+PlacementProblem RandomPlacementProblem(uint64_t seed,
+                                        const RandomPlacementOptions& options) {
   SplitMix64 rng(seed);
   PlacementProblem problem;
   problem.items.reserve(options.num_items);

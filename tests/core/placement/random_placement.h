@@ -18,7 +18,7 @@ struct RandomPlacementOptions {
   // Lengths: an exponent e uniform in [0, max_length_log2], then a length
   // uniform in [1, 2^e], so short and long live ranges both occur.
   int max_length_log2 = 4;
-  Bytes max_size = Bytes{1} << 20;  // sizes uniform in [1, max_size]
+  Bytes max_size = Bytes{1} << 20;    // sizes uniform in [1, max_size]
   double zero_size_fraction = 0.0;    // chance of size 0
   double empty_range_fraction = 0.0;  // chance of begin == end
   // Chance that an item is pinned. Pinned items are stacked at increasing

@@ -34,8 +34,8 @@ RandomJobs MakeJobs(uint64_t seed) {
   for (int64_t i = 0; i < count; ++i) {
     const int64_t first =
         rng.Uniform(0, static_cast<int64_t>(random.leaves) - 1);
-    const int64_t end = std::min<int64_t>(
-        static_cast<int64_t>(random.leaves), first + rng.Uniform(1, longest));
+    const int64_t end = std::min<int64_t>(static_cast<int64_t>(random.leaves),
+                                          first + rng.Uniform(1, longest));
     random.jobs.push_back(Job{static_cast<uint32_t>(i),
                               static_cast<uint32_t>(first),
                               static_cast<uint32_t>(end), 0, 1});

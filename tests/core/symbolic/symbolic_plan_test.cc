@@ -45,8 +45,7 @@ struct Evaluated {
 
 // Evaluates the problem's symbolic sizes and the plan's symbolic offsets
 // and pool sizes at `values`.
-absl::StatusOr<Evaluated> EvaluatePlan(const Problem& problem,
-                                       const Plan& plan,
+absl::StatusOr<Evaluated> EvaluatePlan(const Problem& problem, const Plan& plan,
                                        const SymbolValues& values) {
   ExprArena arena;
   Evaluated out;
@@ -362,7 +361,8 @@ Problem SymbolicRandomProblem(uint64_t seed, PoolMode mode) {
 // Every strategy in every pool mode, on random problems with symbolic
 // sizes: the symbolic plan is valid at the size hints and at 20 random
 // symbol values in [1, 64], and is the plan itself at the hints.
-TEST(SymbolicPlanPropertyTest, EveryStrategyEveryModeIsValidAtEverySymbolValue) {
+TEST(SymbolicPlanPropertyTest,
+     EveryStrategyEveryModeIsValidAtEverySymbolValue) {
   const SymbolValues hints = {{"s0", 8}, {"s1", 3}, {"s2", 5}, {"u0", 7}};
   int checked = 0;
   for (PoolMode mode : {PoolMode::kNone, PoolMode::kIntermediates,
@@ -553,9 +553,9 @@ TEST(SymbolicPlanTest, DataDependentSizesFollowEarliestAvailable) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Corpus, DynamicCorpusTest, testing::ValuesIn(DynamicCorpusFiles()),
-    CorpusFileTestName);
+INSTANTIATE_TEST_SUITE_P(Corpus, DynamicCorpusTest,
+                         testing::ValuesIn(DynamicCorpusFiles()),
+                         CorpusFileTestName);
 
 }  // namespace
 }  // namespace memplan

@@ -50,7 +50,7 @@ TEST(SymbolicParseTest, EveryOperatorAndFunction) {
   EXPECT_EQ(Eval("s0 + s1", v).value(), 17);
   EXPECT_EQ(Eval("s0 - s1", v).value(), 9);
   EXPECT_EQ(Eval("s0*s1", v).value(), 52);
-  EXPECT_EQ(Eval("s0*s1/2", v).value(), 26);     // exact division
+  EXPECT_EQ(Eval("s0*s1/2", v).value(), 26);  // exact division
   EXPECT_EQ(Eval("s0//s1", v).value(), 3);
   EXPECT_EQ(Eval("s0 % s1", v).value(), 1);
   EXPECT_EQ(Eval("s1**3", v).value(), 64);
@@ -83,12 +83,12 @@ TEST(SymbolicParseTest, PythonPrecedenceAndAssociativity) {
 
 TEST(SymbolicParseTest, UnaryMinusBindsBelowPowerAboveProducts) {
   const SymbolValues v = {{"s0", 5}};
-  EXPECT_EQ(Eval("-2**2").value(), -4);       // -(2**2)
+  EXPECT_EQ(Eval("-2**2").value(), -4);  // -(2**2)
   EXPECT_EQ(Eval("(-2)**2").value(), 4);
-  EXPECT_EQ(Eval("2**-1*4").value(), 2);      // (2**(-1))*4
-  EXPECT_EQ(Eval("-s0//4", v).value(), -2);   // (-s0)//4, as Python
-  EXPECT_EQ(Eval("-7 % 3").value(), 2);       // (-7) % 3 = 2
-  EXPECT_EQ(Eval("Mod(-7, 3)").value(), 2);   // sympy's Mod: sign of b
+  EXPECT_EQ(Eval("2**-1*4").value(), 2);     // (2**(-1))*4
+  EXPECT_EQ(Eval("-s0//4", v).value(), -2);  // (-s0)//4, as Python
+  EXPECT_EQ(Eval("-7 % 3").value(), 2);      // (-7) % 3 = 2
+  EXPECT_EQ(Eval("Mod(-7, 3)").value(), 2);  // sympy's Mod: sign of b
   EXPECT_EQ(Eval("Mod(7, -3)").value(), -2);
   EXPECT_EQ(Eval("FloorDiv(-7, 2)").value(), -4);
   EXPECT_EQ(Eval("7 - -3").value(), 10);
@@ -101,8 +101,7 @@ TEST(SymbolicParseTest, UnaryMinusBindsBelowPowerAboveProducts) {
 
 TEST(SymbolicParseTest, NestedCallsAndWhitespace) {
   const SymbolValues v = {{"s0", 10}, {"s1", 7}};
-  EXPECT_EQ(Eval("Max(1, Min(s0, FloorDiv(s1, 2)), Mod(s0, 3))", v).value(),
-            3);
+  EXPECT_EQ(Eval("Max(1, Min(s0, FloorDiv(s1, 2)), Mod(s0, 3))", v).value(), 3);
   EXPECT_EQ(Eval(" \t Max( s0 ,\n s1 )  *\t2 ", v).value(), 20);
   EXPECT_EQ(Eval("align(Max(6144*s0, 4*s1**2*(12*s0 - 1) + 4*s1))", v).value(),
             61440);  // Max(61440, 23352), already a multiple of 64
@@ -145,8 +144,7 @@ TEST(SymbolicParseTest, ErrorsGivePositionAndWhatWasExpected) {
             "at position 3: expected an operator, ')', ',' or the end, got "
             "'s1'");
   EXPECT_EQ(ParseError("s0)"), "at position 2: unmatched ')'");
-  EXPECT_EQ(ParseError("(s0 + 1"),
-            "at position 0: '(' is not closed with ')'");
+  EXPECT_EQ(ParseError("(s0 + 1"), "at position 0: '(' is not closed with ')'");
   EXPECT_EQ(ParseError("2*Max(s0, 1"),
             "at position 2: the call of Max is not closed with ')'");
   EXPECT_EQ(ParseError("1 + Foo(s0)"),
@@ -239,10 +237,9 @@ TEST(SymbolicParseTest, DivisionByTheConstantZeroIsAnError) {
   // Where the divisor is 0 only at some symbol values, or 0 is divided,
   // the text parses (evaluation refuses those values: see
   // SymbolicEvaluateTest.DivisorZeroAtTheValuesIsAnError).
-  for (const char* text :
-       {"s0 // s1", "s0/(s1 - 1)", "Mod(s0, s1 - s2)", "0 // s0", "0 % s0",
-        "0/s0", "0**s0", "0**0", "0**2", "s0**-1", "FloorDiv(0, 3)",
-        "Mod(s0, 1)"}) {
+  for (const char* text : {"s0 // s1", "s0/(s1 - 1)", "Mod(s0, s1 - s2)",
+                           "0 // s0", "0 % s0", "0/s0", "0**s0", "0**0", "0**2",
+                           "s0**-1", "FloorDiv(0, 3)", "Mod(s0, 1)"}) {
     EXPECT_EQ(ParseError(text), "") << text;
   }
   EXPECT_EQ(Reprint("0**0 + 0**2"), "1");  // sympy: 0**0 is 1
@@ -264,8 +261,7 @@ TEST(SymbolicParseTest, NestingBeyondTheCapIsAnErrorNotACrash) {
   calls += std::string(cap + 1, ')');
   EXPECT_THAT(ParseError(calls), HasSubstr("more than 200 parentheses"));
   // Much deeper input is refused quickly too.
-  EXPECT_THAT(ParseError(std::string(60000, '(')),
-              HasSubstr("more than 200"));
+  EXPECT_THAT(ParseError(std::string(60000, '(')), HasSubstr("more than 200"));
 }
 
 TEST(SymbolicParseTest, LongInputIsCappedAndLongChainsParse) {
@@ -315,12 +311,12 @@ TEST(SymbolicPrintTest, LightSimplification) {
   EXPECT_EQ(Reprint("Min(s0 + 3, s0 + 5, s0)"), "s0");
   EXPECT_EQ(Reprint("Max(3, s0, 5)"), "Max(5, s0)");
   EXPECT_EQ(Reprint("Max(s0, s1) + 0"), "Max(s0, s1)");
-  EXPECT_EQ(Reprint("align(64*s0)"), "64*s0");          // _is_aligned
+  EXPECT_EQ(Reprint("align(64*s0)"), "64*s0");  // _is_aligned
   EXPECT_EQ(Reprint("align(3072*s0*(s1 - 1) + 3072*s0)"),
             "3072*s0*(s1 - 1) + 3072*s0");
   EXPECT_EQ(Reprint("align(Max(128*s0, 64))"), "Max(64, 128*s0)");
   EXPECT_EQ(Reprint("align(align(s0))"), "align(s0)");
-  EXPECT_EQ(Reprint("align(32*s0)"), "align(32*s0)");    // not provable
+  EXPECT_EQ(Reprint("align(32*s0)"), "align(32*s0)");  // not provable
   EXPECT_EQ(Reprint("FloorDiv(s0, 1)"), "s0");
   EXPECT_EQ(Reprint("ceiling(s0)"), "s0");
   EXPECT_EQ(Reprint("ceiling(7/2)"), "4");
@@ -351,15 +347,33 @@ TEST(SymbolicPrintTest, PrintParsesBackToTheSameValue) {
       const ExprId b = pick();
       ExprId made = 0;
       switch (rng() % 9) {
-        case 0: made = arena.Add(a, b); break;
-        case 1: made = arena.Add(a, arena.Neg(b)); break;
-        case 2: made = arena.Mul(a, b); break;
-        case 3: made = arena.Max({a, b}); break;
-        case 4: made = arena.Min({a, b, arena.Integer(7)}); break;
-        case 5: made = arena.FloorDiv(a, arena.Integer(3)); break;
-        case 6: made = arena.Mod(a, arena.Integer(5)); break;
-        case 7: made = arena.Align(a, 64); break;
-        default: made = arena.Ceiling(arena.Div(a, arena.Integer(4))); break;
+        case 0:
+          made = arena.Add(a, b);
+          break;
+        case 1:
+          made = arena.Add(a, arena.Neg(b));
+          break;
+        case 2:
+          made = arena.Mul(a, b);
+          break;
+        case 3:
+          made = arena.Max({a, b});
+          break;
+        case 4:
+          made = arena.Min({a, b, arena.Integer(7)});
+          break;
+        case 5:
+          made = arena.FloorDiv(a, arena.Integer(3));
+          break;
+        case 6:
+          made = arena.Mod(a, arena.Integer(5));
+          break;
+        case 7:
+          made = arena.Align(a, 64);
+          break;
+        default:
+          made = arena.Ceiling(arena.Div(a, arena.Integer(4)));
+          break;
       }
       pool.push_back(made);
     }
@@ -382,12 +396,11 @@ TEST(SymbolicPrintTest, PrintParsesBackToTheSameValue) {
 }
 
 TEST(SymbolicEvaluateTest, Errors) {
-  EXPECT_EQ(Eval("s0 + 1").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Eval("s0 + 1").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(Eval("s0 + 1").status().message()),
               HasSubstr("symbol s0 has no value"));
   EXPECT_EQ(Eval("s0/2", {{"s0", 3}}).status().code(),
-            absl::StatusCode::kInvalidArgument);  // 3/2 is not an integer
+            absl::StatusCode::kInvalidArgument);        // 3/2 is not an integer
   EXPECT_EQ(Eval("(s0/2)*2", {{"s0", 3}}).value(), 3);  // exact rationals
   EXPECT_EQ(Eval("s0//(s1 - 1)", {{"s0", 3}, {"s1", 1}}).status().code(),
             absl::StatusCode::kInvalidArgument);  // division by zero
@@ -467,10 +480,9 @@ TEST(SymbolicEvaluateTest, ModIsExactAtInt64Limits) {
   const int64_t min = std::numeric_limits<int64_t>::min();
   const int64_t max = std::numeric_limits<int64_t>::max();
   EXPECT_EQ(Eval("Mod(s0, 2)", {{"s0", min}}).value(), 0);
-  EXPECT_EQ(Eval("s0 % 3", {{"s0", min + 1}}).value(), 2);   // as Python
+  EXPECT_EQ(Eval("s0 % 3", {{"s0", min + 1}}).value(), 2);  // as Python
   EXPECT_EQ(Eval("s0 % -3", {{"s0", max}}).value(), -2);
-  EXPECT_EQ(Eval("Mod(s0, s1)", {{"s0", min}, {"s1", max}}).value(),
-            max - 1);
+  EXPECT_EQ(Eval("Mod(s0, s1)", {{"s0", min}, {"s1", max}}).value(), max - 1);
   EXPECT_EQ(Eval("Mod(s0, s1)", {{"s0", max}, {"s1", min}}).value(), -1);
   EXPECT_EQ(Eval("2*Mod(s0/2, 3)", {{"s0", 7}}).value(), 1);  // 7/2 mod 3
   EXPECT_EQ(Eval("Mod(-7, 3) + Mod(7, -3)").value(), 0);      // 2 + -2
