@@ -29,7 +29,8 @@ build_packages=(
 )
 # Building and running the tests and benchmarks (tests/, MEMPLAN_TESTS=ON)
 # as well: GoogleTest and GoogleMock; libpng (the picture tests decode
-# screenshots); clang, its sanitizer and libFuzzer runtimes and
+# screenshots) and zlib (the whole-graph test reads gzip); clang-format (the
+# sources' style, tests/format_test.sh); clang, its sanitizer and libFuzzer runtimes and
 # llvm-symbolizer for their reports (the sanitizer builds and the fuzzer);
 # Redis for the cache tests; openssl for the TLS tests' CA; chromium for the
 # picture tests; podman, runc and debootstrap for the container test
@@ -39,7 +40,7 @@ build_packages=(
 # symbolic parsing).
 test_packages=(
   libgtest-dev libgmock-dev libpng-dev zlib1g-dev
-  clang libclang-rt-14-dev llvm
+  clang clang-format libclang-rt-14-dev llvm
   redis-server openssl chromium
   podman runc debootstrap
   python3 python3-yaml python3-grpcio python3-protobuf python3-sympy
