@@ -7,10 +7,14 @@
 // its first 16 buffers, and those 16 as Inductor's events; from every
 // MiniMalloc CSV (MEMPLAN_BENCHMARKS_DIR/minimalloc): the whole instance
 // and its first 16 buffers, in combined mode with alignment 1 and the
-// instance's capacity (its file name's number); one request of nodes; and
+// instance's capacity (its file name's number); one request of nodes;
 // small requests whose symbolic sizes divide by zero or sit at int64's
-// limits, as buffers, events and a node write. The small ones let the
-// fuzzer mutate quickly, the whole ones reach deep into the planners.
+// limits, as buffers, events and a node write; and the whole-graph
+// requests a GPU run captured (MEMPLAN_WHOLE_GRAPH_CAPTURED: extern
+// allocations, multi-output bindings, input frees), whole with strategy
+// auto (partition) and as their first 64 events with strategy partition,
+// plus a small request of buffers with unplanned memory. The small ones let
+// the fuzzer mutate quickly, the whole ones reach deep into the planners.
 // Exits 1 when an input cannot be read or converted.
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "client/graph_files.h"
 #include "memplan/v1/memory_planner.pb.h"
+#include "tests/proto/captured_graphs.h"
 #include "tests/proto/test_requests.h"
 
 namespace memplan {
@@ -191,6 +196,47 @@ void WriteSymbolicSeeds(SeedWriter& seeds) {
   seeds.Write("symbolic_nodes_floordiv_by_zero", nodes);
 }
 
+// Returns `request` with only its first `count` events.
+v1::PlanMemoryRequest FirstEvents(v1::PlanMemoryRequest request, int count) {
+  while (request.events_size() > count) request.mutable_events()->RemoveLast();
+  return request;
+}
+
+void WriteWholeGraphSeeds(SeedWriter& seeds) {
+  absl::StatusOr<std::vector<CapturedGraph>> graphs =
+      ReadCapturedGraphs(MEMPLAN_WHOLE_GRAPH_CAPTURED);
+  if (!graphs.ok()) {
+    seeds.Fail(MEMPLAN_WHOLE_GRAPH_CAPTURED, graphs.status().ToString());
+    return;
+  }
+  for (const CapturedGraph& graph : *graphs) {
+    v1::PlanMemoryRequest request = graph.request;
+    request.mutable_options()->set_strategy(v1::STRATEGY_AUTO);
+    request.mutable_options()->set_pool_mode(v1::POOL_MODE_INTERMEDIATES);
+    seeds.Write("whole_graph_" + graph.name, request);
+    v1::PlanMemoryRequest small = FirstEvents(request, 64);
+    small.mutable_options()->set_strategy(v1::STRATEGY_PARTITION);
+    seeds.Write("whole_graph64_" + graph.name, small);
+  }
+  // SmallRequest's buffers beside an extern output over [1, 3) and an
+  // input the graph frees at 2.
+  v1::PlanMemoryRequest buffers = SmallRequest();
+  v1::UnplannedBuffer* extern_output = buffers.add_unplanned();
+  extern_output->set_name("extern");
+  extern_output->set_size_bytes(300);
+  extern_output->set_device("cuda:0");
+  extern_output->mutable_live_range()->set_begin(1);
+  extern_output->mutable_live_range()->set_end(3);
+  v1::UnplannedBuffer* input = buffers.add_unplanned();
+  input->set_name("primals_1");
+  input->set_size_bytes(100);
+  input->set_device("cuda:0");
+  input->set_is_input(true);
+  input->mutable_live_range()->set_end(2);
+  buffers.mutable_options()->set_strategy(v1::STRATEGY_PARTITION);
+  seeds.Write("whole_graph_unplanned_buffers", buffers);
+}
+
 }  // namespace
 }  // namespace memplan
 
@@ -206,6 +252,7 @@ int main(int argc, char** argv) {
   memplan::WriteMiniMallocSeeds(seeds);
   seeds.Write("nodes", memplan::NodesRequest());
   memplan::WriteSymbolicSeeds(seeds);
+  memplan::WriteWholeGraphSeeds(seeds);
   std::fprintf(stderr, "memplan-fuzz-seeds: %d seeds in %s\n", seeds.written(),
                argv[1]);
   return seeds.ok() ? 0 : 1;

@@ -13,7 +13,9 @@
 //     through the wire form (ResponseToPlan),
 //   - has a graph_hash other than the client's RequestGraphHash,
 //   - has stats out of order (lower_bound <= mode_lower_bound <=
-//     total_pool_bytes, lower_bound <= peak <= total, retained <= total),
+//     total_pool_bytes, lower_bound <= peak <= total, retained <= total;
+//     per device 0 <= predicted_peak_lower_bound <= predicted_peak and
+//     baseline_peak >= 0, the totals the devices' sums),
 //   - or, for the strategies that search nothing (inductor, best_fit),
 //     differs when planned again (the same request gives the same bytes).
 // Crashes, hangs (-timeout) and memory blow-ups (-rss_limit_mb) are
@@ -49,7 +51,7 @@ constexpr int64_t kSearchWork = 8;
 
 constexpr v1::Strategy kStrategies[] = {
     v1::STRATEGY_INDUCTOR, v1::STRATEGY_BEST_FIT, v1::STRATEGY_OPTIMAL,
-    v1::STRATEGY_AUTO};
+    v1::STRATEGY_AUTO, v1::STRATEGY_PARTITION};
 
 // Reports a finding and aborts (libFuzzer saves the input).
 [[noreturn]] void Finding(const std::string& what,
@@ -124,6 +126,29 @@ void CheckResponse(const v1::PlanMemoryRequest& request,
         stats.retained_bytes() <= stats.total_pool_bytes() &&
         stats.lower_bound_bytes() >= 0)) {
     Finding(absl::StrCat("stats out of order: ", stats.ShortDebugString()),
+            request);
+  }
+  // The whole-graph peaks: 0 <= lower bound <= predicted, baseline >= 0,
+  // per device and summed over the devices.
+  int64_t predicted = 0, baseline = 0, lower_bound = 0;
+  for (const v1::DeviceStats& device : stats.devices()) {
+    if (!(0 <= device.predicted_peak_lower_bound_bytes() &&
+          device.predicted_peak_lower_bound_bytes() <=
+              device.predicted_peak_bytes() &&
+          device.baseline_peak_bytes() >= 0)) {
+      Finding(absl::StrCat("whole-graph peaks out of order: ",
+                           device.ShortDebugString()),
+              request);
+    }
+    predicted += device.predicted_peak_bytes();
+    baseline += device.baseline_peak_bytes();
+    lower_bound += device.predicted_peak_lower_bound_bytes();
+  }
+  if (predicted != stats.predicted_peak_bytes() ||
+      baseline != stats.baseline_peak_bytes() ||
+      lower_bound != stats.predicted_peak_lower_bound_bytes()) {
+    Finding(absl::StrCat("whole-graph peaks are not the devices' sums: ",
+                         stats.ShortDebugString()),
             request);
   }
 }

@@ -23,8 +23,6 @@
 //     pools of their own), at most one allocator block per pool more than
 //     combined's, and its predicted_peak_lower_bound_bytes is at most its
 //     prediction.
-#include <zlib.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -34,25 +32,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "core/validator.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "server/server.h"
+#include "tests/proto/captured_graphs.h"
 
 namespace memplan {
 namespace {
-
-// One graph of one model as the GPU suite captured it.
-struct CapturedGraph {
-  std::string name;  // "MODEL.MODE.INDEX", e.g. "gpt2.training.1"
-  v1::PlanMemoryRequest request;
-  int64_t default_measured = 0;                     // bytes above entry
-  std::map<std::string, int64_t> memplan_measured;  // mode -> bytes
-};
 
 // A graph whose measured peaks the whole-graph model does not reach within
 // 1%, with the cause found on the GPU. `bound` caps the relative error of
@@ -69,9 +57,11 @@ constexpr char kCudnnWorkspace[] =
     "extern kernel call; the wrapper lines do not show them (resnet18 "
     "inference: a 9.2 MiB workspace at conv1 in a memory snapshot)";
 constexpr char kConvBackward[] =
-    "convolution backward: workspaces the lines do not show, and saved "
-    "inputs whose storage the graph frees although the hook reports them "
-    "held (resnet18: `del primals_116`, the batch, frees 9.2 MiB)";
+    "convolution backward: workspaces the lines do not show, and inputs "
+    "whose storage the graph frees although the hook reports them held "
+    "(resnet18: a memory snapshot shows 9 MiB returned at `del "
+    "primals_116`, a primal the hook counts as the caller's); the rest "
+    "not diagnosed";
 constexpr char kCombinedForwardPool[] =
     "pool mode combined in training, backward under-predicted: in part the "
     "forward's saved activations being views of one pool (the backward's "
@@ -127,60 +117,6 @@ const std::map<std::string, Configuration>& Configurations() {
   return *kConfigurations;
 }
 
-// The whole of the gzip file at `path`; empty when it cannot be read.
-std::string ReadGzip(const std::string& path) {
-  std::string text;
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr) return text;
-  char chunk[1 << 16];
-  int read;
-  while ((read = gzread(file, chunk, sizeof(chunk))) > 0) {
-    text.append(chunk, static_cast<size_t>(read));
-  }
-  gzclose(file);
-  return text;
-}
-
-int64_t NumberField(const google::protobuf::Struct& object,
-                    const std::string& key) {
-  auto it = object.fields().find(key);
-  return it == object.fields().end()
-             ? 0
-             : static_cast<int64_t>(it->second.number_value());
-}
-
-std::vector<CapturedGraph> ReadCapturedGraphs() {
-  std::vector<CapturedGraph> graphs;
-  const std::string text = ReadGzip(MEMPLAN_WHOLE_GRAPH_CAPTURED);
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (line.empty()) continue;
-    google::protobuf::Struct record;
-    EXPECT_TRUE(
-        google::protobuf::util::JsonStringToMessage(std::string(line), &record)
-            .ok());
-    const auto& fields = record.fields();
-    CapturedGraph graph;
-    graph.name = absl::StrCat(fields.at("model").string_value(), ".",
-                              fields.at("mode").string_value(), ".",
-                              NumberField(record, "graph"));
-    std::string request_json;
-    EXPECT_TRUE(google::protobuf::util::MessageToJsonString(
-                    fields.at("request").struct_value(), &request_json)
-                    .ok());
-    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(request_json,
-                                                            &graph.request)
-                    .ok())
-        << graph.name;
-    graph.default_measured = NumberField(record, "default_measured");
-    for (const auto& [mode, value] :
-         fields.at("memplan_measured").struct_value().fields()) {
-      graph.memplan_measured[mode] = static_cast<int64_t>(value.number_value());
-    }
-    graphs.push_back(std::move(graph));
-  }
-  return graphs;
-}
-
 double RelativeError(int64_t predicted, int64_t measured) {
   return static_cast<double>(predicted - measured) /
          static_cast<double>(measured);
@@ -189,7 +125,10 @@ double RelativeError(int64_t predicted, int64_t measured) {
 class WholeGraphGpuTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    graphs_ = new std::vector<CapturedGraph>(ReadCapturedGraphs());
+    absl::StatusOr<std::vector<CapturedGraph>> graphs =
+        ReadCapturedGraphs(MEMPLAN_WHOLE_GRAPH_CAPTURED);
+    ASSERT_TRUE(graphs.ok()) << graphs.status();
+    graphs_ = new std::vector<CapturedGraph>(*std::move(graphs));
     Server::Options options;
     options.listen = "";
     server_ = new Server(options);

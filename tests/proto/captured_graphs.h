@@ -1,0 +1,37 @@
+// Whole-graph requests captured on a GPU, with the peaks it measured
+// (tests/server/testdata/whole_graph/README.md describes the file): for the
+// test that holds the service's whole-graph peaks to the measurements and
+// for the fuzzer's seeds.
+#ifndef MEMPLAN_TESTS_PROTO_CAPTURED_GRAPHS_H_
+#define MEMPLAN_TESTS_PROTO_CAPTURED_GRAPHS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "memplan/v1/memory_planner.pb.h"
+
+namespace memplan {
+
+// One graph of one model as tests/gpu/suite.py captured it.
+struct CapturedGraph {
+  std::string name;  // "MODEL.MODE.INDEX", e.g. "gpt2.training.1"
+  v1::PlanMemoryRequest request;
+  int64_t default_measured = 0;  // bytes above the graph's entry
+  // Per memplan configuration ("intermediates", "combined", "none",
+  // "partition"): bytes above the graph's entry.
+  std::map<std::string, int64_t> memplan_measured;
+};
+
+// Returns the graphs of the gzip'd JSON lines at `path`
+// (testdata/whole_graph/captured_h200.jsonl.gz), in file order.
+// Returns NOT_FOUND for a file that cannot be opened, INVALID_ARGUMENT
+// naming the line for one that is not such a record.
+absl::StatusOr<std::vector<CapturedGraph>> ReadCapturedGraphs(
+    const std::string& path);
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_TESTS_PROTO_CAPTURED_GRAPHS_H_
