@@ -165,6 +165,12 @@ std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& buffer = problem.buffers[i];
     const GraphTimeline::Span& span = timeline.spans[i];
+    // A buffer that is no output yet is never freed (wrapper lines cut
+    // short) stays allocated to the end without pools, but a plan needs
+    // its bytes only over its live range, which ends at its last line (as
+    // Inductor's compute_live_ranges): later buffers may share its offset,
+    // so its span bounds nothing.
+    if (!buffer.is_output && span.end == kNeverFreed) continue;
     auto [it, added] = index.try_emplace(buffer.device, bound.size());
     if (added) bound.push_back(DeviceMemory{buffer.device, {}});
     bound[it->second].blocks.push_back(

@@ -135,7 +135,8 @@ std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
 // PlanMemory (predicted) and of the baseline, allocations rounded up to
 // problem.allocator_block bytes, and the lower bound of the predicted peak
 // (the unplanned blocks rounded, each buffer's size as it is, over its
-// span).
+// span; a buffer that is no output and never freed counts nowhere: a plan
+// may reuse its bytes after its live range).
 std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
                                          const Plan& plan,
                                          const GraphTimeline& timeline);

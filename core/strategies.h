@@ -22,7 +22,9 @@ namespace memplan {
 //   3: responses carry the whole graph's peaks (core/graph_memory.h).
 //   4: strategy "partition"; "auto" partitions the pools of a request that
 //      describes the whole graph.
-inline constexpr uint32_t kPlannerVersion = 4;
+//   5: predicted_peak_lower_bound_bytes no longer counts a never-freed
+//      intermediate (wrapper lines cut short) past its live range.
+inline constexpr uint32_t kPlannerVersion = 5;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

@@ -146,6 +146,25 @@ TEST(WholeGraphPeaksTest, OnePoolForEverythingRaisesThePeak) {
   EXPECT_EQ(without_b[0].lower_bound, 150);
 }
 
+// Wrapper lines cut short (a fuzzer's find): a, no output, is never freed,
+// so its span runs to the end, while its live range [0, 2) lets b share its
+// offset. The pool holds both in 100 bytes over [0, never): the lower bound
+// must not count a beside b.
+TEST(WholeGraphPeaksTest, ANeverFreedIntermediateBoundsNothing) {
+  Problem problem = SmallWholeGraph();
+  GraphTimeline timeline = TimelineOfBuffers(problem);
+  timeline.spans[0].end = kNeverFreed;
+  const std::vector<DevicePeaks> peaks =
+      WholeGraphPeaks(problem, SmallPlan(), timeline);
+  ASSERT_EQ(peaks.size(), 1u);
+  // pool0 [0, never) 100, pool1 [1, 4) 50, e [2, 6) 30, x -40 from 4.
+  EXPECT_EQ(peaks[0].predicted, 180);
+  // b, c and e at 3.
+  EXPECT_EQ(peaks[0].lower_bound, 180);
+  EXPECT_LE(peaks[0].lower_bound, peaks[0].predicted);
+  // a's 100 bytes beside b's would have made it 280.
+}
+
 TEST(WholeGraphPeaksTest, DevicesComeInTheOrderOfTheirFirstBuffer) {
   Problem problem = SmallWholeGraph();
   problem.unplanned.push_back({"y", 64, "cpu", {0, 1}, false});
