@@ -52,36 +52,15 @@ Bytes PeakAboveEntry(const std::vector<MemoryBlock>& blocks, Bytes block) {
 namespace {
 
 // The devices of `problem` in the order of their first buffer, then of
-// their first unplanned buffer, with an index by name.
-class Devices {
- public:
-  explicit Devices(const Problem& problem) {
-    for (const Buffer& buffer : problem.buffers) Add(buffer.device);
-    for (const UnplannedBuffer& buffer : problem.unplanned) {
-      Add(buffer.device);
-    }
+// their first unplanned buffer.
+DeviceOrder DevicesOf(const Problem& problem) {
+  DeviceOrder devices;
+  for (const Buffer& buffer : problem.buffers) devices.Add(buffer.device);
+  for (const UnplannedBuffer& buffer : problem.unplanned) {
+    devices.Add(buffer.device);
   }
-  // One empty DeviceMemory per device, in order.
-  std::vector<DeviceMemory> Empty() const {
-    std::vector<DeviceMemory> memory;
-    for (const std::string& device : names_) {
-      memory.push_back(DeviceMemory{device, {}});
-    }
-    return memory;
-  }
-  size_t operator[](const std::string& device) const {
-    return index_.at(device);
-  }
-
- private:
-  void Add(const std::string& device) {
-    if (index_.try_emplace(device, names_.size()).second) {
-      names_.push_back(device);
-    }
-  }
-  std::vector<std::string> names_;
-  absl::flat_hash_map<std::string, size_t> index_;
-};
+  return devices;
+}
 
 // The block of an unplanned buffer: an extern output over its live range,
 // an input counting negative from its free on.
@@ -97,7 +76,7 @@ MemoryBlock BlockOf(const UnplannedBuffer& buffer) {
 }  // namespace
 
 GraphTimeline TimelineOfBuffers(const Problem& problem) {
-  const Devices devices(problem);
+  const DeviceOrder devices = DevicesOf(problem);
   GraphTimeline timeline;
   timeline.unplanned = devices.Empty();
   timeline.baseline = devices.Empty();

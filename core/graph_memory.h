@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/types.h"
 
 namespace memplan {
@@ -64,6 +65,34 @@ std::ostream& operator<<(std::ostream& os, const MemoryBlock& block);
 struct DeviceMemory {
   std::string device;
   std::vector<MemoryBlock> blocks;
+};
+
+// Devices in the order they are first added, each with its index: the
+// order of a timeline's DeviceMemory lists.
+class DeviceOrder {
+ public:
+  // Adds `device` unless it is there already.
+  void Add(const std::string& device) {
+    if (index_.try_emplace(device, names_.size()).second) {
+      names_.push_back(device);
+    }
+  }
+  // One empty DeviceMemory per device, in order.
+  std::vector<DeviceMemory> Empty() const {
+    std::vector<DeviceMemory> memory;
+    for (const std::string& device : names_) {
+      memory.push_back(DeviceMemory{device, {}});
+    }
+    return memory;
+  }
+  // The index of `device`, which must have been added.
+  size_t operator[](const std::string& device) const {
+    return index_.at(device);
+  }
+
+ private:
+  std::vector<std::string> names_;
+  absl::flat_hash_map<std::string, size_t> index_;
 };
 
 // Returns `size` rounded up to a multiple of `block` (> 0), and at least

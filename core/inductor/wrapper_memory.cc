@@ -17,38 +17,18 @@ namespace memplan {
 namespace {
 
 // The devices of a timeline: the groups' first, then the others lines
-// name, each with its DeviceMemory in a list.
-class Devices {
- public:
-  Devices(const Problem& problem, const WrapperProgram& program) {
-    for (const Buffer& buffer : problem.buffers) Add(buffer.device);
-    for (const WrapperLine& line : program.lines) {
-      if (line.kind == WrapperLineKind::kExternAllocate ||
-          line.kind == WrapperLineKind::kFreeInput || line.reuses_input) {
-        Add(line.allocation.device);
-      }
+// name.
+DeviceOrder DevicesOf(const Problem& problem, const WrapperProgram& program) {
+  DeviceOrder devices;
+  for (const Buffer& buffer : problem.buffers) devices.Add(buffer.device);
+  for (const WrapperLine& line : program.lines) {
+    if (line.kind == WrapperLineKind::kExternAllocate ||
+        line.kind == WrapperLineKind::kFreeInput || line.reuses_input) {
+      devices.Add(line.allocation.device);
     }
   }
-  std::vector<DeviceMemory> Empty() const {
-    std::vector<DeviceMemory> memory;
-    for (const std::string& device : names_) {
-      memory.push_back(DeviceMemory{device, {}});
-    }
-    return memory;
-  }
-  size_t operator[](const std::string& device) const {
-    return index_.at(device);
-  }
-
- private:
-  void Add(const std::string& device) {
-    if (index_.try_emplace(device, names_.size()).second) {
-      names_.push_back(device);
-    }
-  }
-  std::vector<std::string> names_;
-  absl::flat_hash_map<std::string, size_t> index_;
-};
+  return devices;
+}
 
 // Storages and the names that hold them, as Python's references do: a
 // storage is freed at the line where its last holder lets it go.
@@ -130,8 +110,9 @@ class Storages {
 // Applies a line outside the plan (extern allocation, multi-output binding,
 // input free, an input taken over in place) to `storages`; true when it was
 // one.
-bool ApplyUnplanned(const WrapperLine& line, int64_t i, const Devices& devices,
-                    Storages& storages, std::vector<DeviceMemory>& memory) {
+bool ApplyUnplanned(const WrapperLine& line, int64_t i,
+                    const DeviceOrder& devices, Storages& storages,
+                    std::vector<DeviceMemory>& memory) {
   switch (line.kind) {
     case WrapperLineKind::kExternAllocate:
       storages.Allocate(line.name, devices[line.allocation.device],
@@ -164,7 +145,7 @@ GraphTimeline TimelineOfLines(const Problem& problem,
                               const WrapperProgram& program,
                               const PoolLines& lines,
                               const std::vector<ReuseDecision>& reuse) {
-  const Devices devices(problem, program);
+  const DeviceOrder devices = DevicesOf(problem, program);
   GraphTimeline timeline;
   timeline.unplanned = devices.Empty();
   timeline.baseline = devices.Empty();
