@@ -2,14 +2,15 @@
 
     python3 tests/gpu/suite.py --server BIN [--server-libs DIR] --out DIR \\
         [--models resnet18,gpt2,...] [--modes inference,training] \\
-        [--configs default,inductor_pools,...] [--gpus N]
+        [--configs default,inductor_pools,...] [--gpus N] [--parallel N]
 
 (From a folder that client/python/examples/stage_device.sh made, on a
 machine with a GPU, torch, torchvision, transformers and grpcio:
-`bash CARRY/gpu/run_suite.sh --out DIR ...`.) One driver process starts memplan-server and runs one worker
-process per (model, mode), one at a time per GPU (CUDA_VISIBLE_DEVICES),
-so that each measures alone. A worker compiles its model once per
-configuration:
+`bash CARRY/gpu/run_suite.sh --out DIR ...`.) One driver process starts
+memplan-server and runs one worker process per (model, mode,
+configuration), so that each configuration has the caching allocator to
+itself (its peak reserved is its own) and dynamo never serves one
+configuration's graphs to another. The configurations:
 
   default          torch.compile as shipped: Inductor's reuse pass
   inductor_pools   torch._inductor.config.memory_planning with Inductor's
@@ -22,26 +23,41 @@ configuration:
   memplan_partition  the same with strategy auto, which partitions the
                    pools against the whole graph's peak
 
-and measures, for one compiled step (training: forward + loss.backward(),
-gradients set to None before) after compiling and torch.cuda.empty_cache():
-peak allocated and peak reserved above the step's start, allocator calls
-(memory_stats' allocation.all.allocated), step time (CUDA events, median of
-20 steps, configurations interleaved), compile time (the first step), and,
-per compiled graph (CompiledFxGraph.__call__ wrapped: peak statistics reset
-at entry, read at return), the peak allocated above the graph's entry beside
-the service's predicted_peak_bytes and baseline_peak_bytes for that graph.
-It checks that each memplan configuration's outputs and gradients equal
-Inductor's own pools' (bitwise) and eager's (within tolerance).
+Workers run in waves per GPU: a wave is every configuration of
+max(1, parallel // configurations) (model, mode) pairs, started together
+(compiling is CPU work; --parallel defaults to the CPU cores per GPU).
+Memory statistics are per process, so the workers of a wave measure memory
+side by side; step time is measured alone on the GPU: a worker holds a
+shared lock on its GPU's lock file from its start until its memory
+measurements are done, and an exclusive one around each timed step, so a
+wave times its steps once every worker of it has compiled and measured, one
+step at a time, the configurations interleaved.
 
-The driver writes DIR/results.json (every worker's record), DIR/table.md
-(the tables) and DIR/captured.jsonl.gz (per graph planned by the service:
-the request the hook sent and the peaks the GPU measured: the test data of
-tests/server/whole_graph_gpu_test.cc).
+Each worker measures, for one compiled step (training: forward +
+loss.backward(), gradients set to None before) after compiling and
+torch.cuda.empty_cache(): peak allocated and peak reserved above the step's
+start, allocator calls (memory_stats' allocation.all.allocated), step time
+(CUDA events, median of 20 steps), compile time (the first step, under the
+wave's CPU load), and, per compiled graph (CompiledFxGraph.__call__ wrapped:
+peak statistics reset at entry, read at return), the peak allocated above
+the graph's entry beside the service's predicted_peak_bytes and
+baseline_peak_bytes for that graph. The driver checks that each memplan
+configuration's outputs and gradients equal Inductor's own pools' (bitwise
+where Inductor's own are bitwise from run to run) and that every
+configuration is within tolerance of eager.
+
+The driver writes DIR/results.json (every (model, mode)'s record),
+DIR/table.md (the tables) and DIR/captured.jsonl.gz (per graph planned by
+the service: the request the hook sent and the peaks the GPU measured: the
+test data of tests/server/whole_graph_gpu_test.cc); the workers' logs and
+records stay in DIR/workers/.
 """
 
 import argparse
+import fcntl
 import gzip
 import json
+import math
 import os
 import queue
 import re
@@ -69,6 +85,12 @@ CONFIGS = {
     "memplan_none": ("optimal", "none"),
     "memplan_partition": ("auto", "intermediates"),
 }
+# Relative error against eager that every configuration may have, at least
+# (compiled kernels reorder float sums); the check's bound is the larger of
+# this and twice default torch.compile's own error on the same model.
+EAGER_TOLERANCE = 1e-2
+# Rounds the timed steps of a configuration are split into (see run_worker).
+ROUNDS = 4
 
 
 def parse_args():
@@ -84,6 +106,8 @@ def parse_args():
                         help="seconds a worker may take")
     parser.add_argument("--gpus", type=int, default=0,
                         help="GPUs to spread workers over (0: all)")
+    parser.add_argument("--parallel", type=int, default=0,
+                        help="workers at once per GPU (0: CPU cores / GPUs)")
     parser.add_argument("--steps", type=int, default=20,
                         help="timed steps per configuration")
     parser.add_argument("--worker", action="store_true",
@@ -91,6 +115,8 @@ def parse_args():
     parser.add_argument("--target", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
+    parser.add_argument("--config", help=argparse.SUPPRESS)
+    parser.add_argument("--gpu-lock", help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -135,53 +161,83 @@ def gpu_count():
 
 
 def run_driver(args):
-    os.makedirs(args.out, exist_ok=True)
+    workers_dir = os.path.join(args.out, "workers")
+    os.makedirs(workers_dir, exist_ok=True)
     server = Server(args.server, args.server_libs,
                     os.path.join(args.out, "server.log"))
-    jobs = queue.Queue()
+    configs = args.configs.split(",")
+    pairs = queue.Queue()
     for mode in args.modes.split(","):
         for model in args.models.split(","):
             if model in DYNAMIC and mode != "inference":
                 continue
-            jobs.put((model, mode))
+            pairs.put((model, mode))
     gpus = args.gpus or gpu_count()
+    parallel = args.parallel or max(1, (os.cpu_count() or 1) // gpus)
+    per_wave = max(1, parallel // len(configs))
     results, lock = [], threading.Lock()
     started = time.time()
 
+    def run_worker_process(gpu, model, mode, config):
+        name = f"{model}.{mode}.{config}"
+        out = os.path.join(workers_dir, name + ".json")
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu),
+                   PYTHONUNBUFFERED="1")
+        command = [sys.executable, __file__, "--worker",
+                   "--target", server.target, "--model", model,
+                   "--mode", mode, "--config", config,
+                   "--steps", str(args.steps), "--out", out,
+                   "--gpu-lock", os.path.join(args.out, f"gpu{gpu}.lock")]
+        begin = time.time()
+        with open(os.path.join(workers_dir, name + ".log"), "w") as log:
+            process = subprocess.Popen(command, env=env, stdout=log,
+                                       stderr=subprocess.STDOUT)
+        return name, out, process, begin
+
     def gpu_loop(gpu):
         while True:
-            try:
-                model, mode = jobs.get_nowait()
-            except queue.Empty:
-                return
-            out = os.path.join(args.out, f"{model}.{mode}.json")
-            log = os.path.join(args.out, f"{model}.{mode}.log")
-            env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu),
-                       PYTHONUNBUFFERED="1")
-            begin = time.time()
-            command = [sys.executable, __file__, "--worker",
-                       "--target", server.target, "--model", model,
-                       "--mode", mode, "--configs", args.configs,
-                       "--steps", str(args.steps), "--out", out]
-            with open(log, "w") as log_file:
+            wave = []
+            while len(wave) < per_wave:
                 try:
-                    code = subprocess.run(
-                        command, env=env, stdout=log_file,
-                        stderr=subprocess.STDOUT,
-                        timeout=args.worker_timeout).returncode
-                except subprocess.TimeoutExpired:
-                    code = "timeout"
-            record = {"model": model, "mode": mode, "exit": code}
-            if os.path.exists(out):
-                with open(out) as f:
-                    record = json.load(f)
-                record["exit"] = code
-            record["worker_seconds"] = round(time.time() - begin, 1)
-            with lock:
-                results.append(record)
-                write_results(args, results)
-            print(f"[gpu {gpu}] {model} {mode}: exit {code}, "
-                  f"{record['worker_seconds']} s", flush=True)
+                    wave.append(pairs.get_nowait())
+                except queue.Empty:
+                    break
+            if not wave:
+                return
+            running = {pair: [run_worker_process(gpu, *pair, config)
+                              for config in configs] for pair in wave}
+            # Every worker of the wave done before any record is merged:
+            # merging loads and compares results on the CPU, which would
+            # disturb the wave's timed steps.
+            outcomes = {}
+            for pair, processes in running.items():
+                outcomes[pair] = {}
+                for (name, out, process, begin), config in zip(processes,
+                                                               configs):
+                    try:
+                        code = process.wait(timeout=max(
+                            1, args.worker_timeout - (time.time() - begin)))
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait()
+                        code = "timeout"
+                    outcomes[pair][config] = (code, out,
+                                              round(time.time() - begin, 1))
+            for (model, mode), outcome in outcomes.items():
+                try:
+                    record = merge_group(model, mode, configs, outcome)
+                except Exception as error:  # reported; the others go on
+                    import traceback
+                    traceback.print_exc()
+                    record = {"model": model, "mode": mode, "configs": {},
+                              "problems": [f"merging the workers' records: "
+                                           f"{type(error).__name__}: {error}"]}
+                with lock:
+                    results.append(record)
+                    write_results(args, results)
+                print(f"[gpu {gpu}] {model} {mode}: " + ", ".join(
+                    f"{c} exit {outcome[c][0]} {outcome[c][2]} s"
+                    for c in configs), flush=True)
 
     threads = [threading.Thread(target=gpu_loop, args=(g,)) for g in
                range(gpus)]
@@ -192,18 +248,159 @@ def run_driver(args):
     server.stop()
     table = write_results(args, results)
     print(table)
-    print(f"suite: {len(results)} workers in {time.time() - started:.0f} s "
-          f"on {gpus} GPU(s)")
+    print(f"suite: {len(results)} (model, mode) pairs, "
+          f"{len(results) * len(configs)} workers in "
+          f"{time.time() - started:.0f} s on {gpus} GPU(s), "
+          f"{parallel} workers at once per GPU")
+
+
+def merge_group(model, mode, configs, outcomes):
+    """One (model, mode)'s record from its configurations' workers:
+    metrics per configuration, the output checks (which need every
+    configuration's results), and per graph the measured and predicted
+    peaks with the requests the hook sent."""
+    record = {"model": model, "mode": mode, "configs": {}, "problems": [],
+              "worker_seconds": {}}
+    workers = {}
+    for config in configs:
+        code, out, seconds = outcomes[config]
+        record["worker_seconds"][config] = seconds
+        worker = None
+        if os.path.exists(out):
+            with open(out) as f:
+                worker = json.load(f)
+        if code != 0 or worker is None:
+            record["problems"].append(f"{config}: worker exit {code}")
+        if worker is None:
+            continue
+        workers[config] = worker
+        record.setdefault("device", worker.get("device"))
+        record.setdefault("torch", worker.get("torch"))
+        record["configs"][config] = worker["metrics"]
+        record["problems"] += [f"{config}: {p}" for p in worker["problems"]]
+    check_results(record, configs, outcomes)
+    per_graph_peaks(record, configs, workers)
+    return record
+
+
+def check_results(record, configs, outcomes):
+    """memplan's outputs and gradients against Inductor's own pools':
+    whether they are bitwise equal, and a problem where they differ by more
+    than the larger of 1e-6, ten times Inductor's own run-to-run error
+    (one process) and twice the control's error (default's results against
+    Inductor's own pools', two processes: some models' kernels differ from
+    process to process); and every
+    configuration's against eager's (within EAGER_TOLERANCE or twice
+    default's own error, whichever is larger). The workers saved their
+    results next to their records (.pt); they are deleted here."""
+    import torch
+    metrics = record["configs"]
+    saved = {}
+    for config in configs:
+        path = outcomes[config][1][:-len(".json")] + ".pt"
+        if os.path.exists(path):
+            saved[config] = torch.load(path)
+            os.remove(path)
+    default_error = metrics.get("default", {}).get("error_vs_eager", 0.0)
+    eager_bound = max(EAGER_TOLERANCE, 2 * default_error)
+    own = metrics.get("inductor_pools", {})
+    reference = saved.get("inductor_pools")
+    if reference is not None and "default" in saved:
+        # The control: default's results against Inductor's own pools'
+        # (other kernels where the reuse pass and pools differ).
+        own["bitwise_equal_to_default"] = bitwise_equal(
+            torch, saved["default"], reference)
+        own["error_vs_default"] = relative_error(torch, saved["default"],
+                                                 reference)
+    tolerance = max(1e-6, 10 * own.get("run_to_run_error", 0.0),
+                    2 * own.get("error_vs_default", 0.0))
+    for config in configs:
+        m = metrics.get(config)
+        if m is None or "error_vs_eager" not in m:
+            continue
+        if m["error_vs_eager"] > eager_bound:
+            record["problems"].append(
+                f"{config}: outputs/gradients differ from eager by "
+                f"{m['error_vs_eager']:.3g} (relative; bound {eager_bound:.3g})")
+        if not config.startswith("memplan_") or reference is None \
+                or config not in saved:
+            continue
+        ours = saved[config]
+        m["bitwise_equal_to_inductor_pools"] = bitwise_equal(torch, ours,
+                                                             reference)
+        if not m["bitwise_equal_to_inductor_pools"]:
+            m["error_vs_inductor_pools"] = relative_error(torch, ours,
+                                                          reference)
+            if m["error_vs_inductor_pools"] > tolerance:
+                record["problems"].append(
+                    f"{config}: outputs/gradients differ from Inductor's "
+                    f"own pools' by {m['error_vs_inductor_pools']:.3g} "
+                    f"(its run-to-run: {own.get('run_to_run_error', 0.0):.3g})")
+
+
+def per_graph_peaks(record, configs, workers):
+    """Per graph (the k-th graph call of the step in every configuration):
+    measured peaks, and the service's numbers for the same graph; the
+    captured requests for CI."""
+    record["graphs"], record["captured"] = [], []
+    default_calls = workers.get("default", {}).get("graph_calls", [])
+    memplan = [c for c in configs if c.startswith("memplan_")
+               and c in workers]
+    count = max([len(w.get("graph_calls", [])) for w in workers.values()]
+                or [0])
+    for k in range(count):
+        g = {"index": k}
+        if k < len(default_calls):
+            g["default_measured"] = default_calls[k]["peak"]
+            g["phase"] = default_calls[k]["phase"]
+        request_json = None
+        for config in memplan:
+            calls = workers[config]["graph_calls"]
+            if k >= len(calls):
+                continue
+            call = calls[k]
+            g["phase"] = call["phase"]
+            graphs = workers[config].get("hook_graphs", [])
+            match = [h for h in graphs if h.get("graph_id") is not None
+                     and h.get("graph_id") == call["graph_id"]
+                     and h.get("phase") == call["phase"]]
+            if not match and k < len(graphs):  # compile order = call order
+                match = [graphs[k]]
+            entry = {"measured": call["peak"]}
+            if match and match[-1]["source"] == "service":
+                h = match[-1]
+                entry.update(predicted=h["predicted_peak_bytes"],
+                             baseline=h["baseline_peak_bytes"],
+                             planner=h["planner"],
+                             total_pool_bytes=h["total_pool_bytes"],
+                             pools=h["pools"],
+                             buffer_groups=h.get("buffer_groups"))
+                g["baseline"] = h["baseline_peak_bytes"]
+                if request_json is None:
+                    request_json = h["request"]
+            g[config] = entry
+        record["graphs"].append(g)
+        if request_json is not None:
+            record["captured"].append({
+                "model": record["model"], "mode": record["mode"],
+                "graph": k, "phase": g.get("phase"),
+                "device": record.get("device"), "torch": record.get("torch"),
+                "request": request_json,
+                "default_measured": g.get("default_measured"),
+                "memplan_measured": {
+                    c[len("memplan_"):]: g[c]["measured"]
+                    for c in memplan if c in g}})
 
 
 def write_results(args, results):
-    """Writes results.json, captured.jsonl.gz and table.md for the workers
+    """Writes results.json, captured.jsonl.gz and table.md for the pairs
     done so far (so a run cut short still leaves them); returns the
     table."""
     results = sorted(results, key=lambda r: (
         r["mode"], MODELS.index(r["model"]) if r["model"] in MODELS else 99))
     with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump([{k: v for k, v in r.items() if k != "captured"}
+                   for r in results], f, indent=1)
     captured = [graph for r in results for graph in r.get("captured", [])]
     with gzip.open(os.path.join(args.out, "captured.jsonl.gz"), "wt") as f:
         for graph in captured:
@@ -212,6 +409,13 @@ def write_results(args, results):
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(table)
     return table
+
+
+# The summary's columns: (name, metric, slack of "within").
+SUMMARY = (("peak allocated", "peak_allocated", 0.005),
+           ("peak reserved", "peak_reserved", 0.005),
+           ("allocator calls", "allocator_calls", 0.005),
+           ("step time", "step_ms", 0.05))
 
 
 def mib(value):
@@ -258,16 +462,37 @@ def markdown(results, configs):
                              f"{mib(m.get('predicted'))}")
             lines.append(f"| {r['model']} | {r['mode']} | {g['index']} "
                          f"{g.get('phase', '')} | " + " | ".join(cells) + " |")
+    lines += ["", "Against default torch.compile, over the (model, mode) rows "
+              "that both ran: geometric mean and worst of the ratio, and the "
+              "rows at most +0.5% (step time: at most +5%)", ""]
+    lines += ["| configuration | " + " | ".join(
+        name for name, _, _ in SUMMARY) + " |",
+        "| --- |" + " --- |" * len(SUMMARY)]
+    for c in configs:
+        if c == "default":
+            continue
+        cells = []
+        for _, key, slack in SUMMARY:
+            ratios = []
+            for r in results:
+                ours = r.get("configs", {}).get(c, {}).get(key)
+                theirs = r.get("configs", {}).get("default", {}).get(key)
+                if ours is not None and theirs:
+                    ratios.append(max(ours, 1e-9) / theirs)
+            if not ratios:
+                cells.append("")
+                continue
+            mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+            within = sum(1 for x in ratios if x <= 1 + slack)
+            cells.append(f"{mean:.3f} / {max(ratios):.3f}, "
+                         f"{within} of {len(ratios)}")
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
     lines += ["", "Checks", ""]
     for r in results:
         problems = r.get("problems", [])
-        if r.get("exit"):
-            problems = [f"worker exit {r['exit']}"] + problems
         lines.append(f"- {r['model']} {r['mode']}: "
                      + ("; ".join(problems) if problems else "ok"))
     return "\n".join(lines) + "\n"
-
-
 # --- The worker --------------------------------------------------------------
 
 def seed_everything(torch):
@@ -400,15 +625,12 @@ def force_training_pools(torch, enabled):
 
     W.PythonWrapperCodegen.run_wrapper_ir_passes = run_wrapper_ir_passes
 
-
 def options_of(config):
-    """torch.compile's options for `config`. Dynamo takes two compiles with
-    equal options for one backend and serves one's graphs to the other
-    (a model with graph breaks compiles its resumed frames once), so each
-    configuration's options differ, in compile_threads, which changes no
-    generated code."""
+    """torch.compile's options for `config`: Inductor's pools where the
+    configuration has a pool mode; Triton kernels compiled in the worker's
+    own process (the wave's workers are the parallelism)."""
     _, pool_mode = CONFIGS[config]
-    options = {"compile_threads": 8 + list(CONFIGS).index(config)}
+    options = {"compile_threads": 1}
     if pool_mode is not None:
         options.update(memory_planning=True, memory_pool=pool_mode)
     return options
@@ -426,30 +648,50 @@ def tensors_of(torch, value):
 
 
 def relative_error(torch, actual, expected):
-    """The largest relative L2 error over the tensors: ||a - e|| / ||e||
-    (absolute where e is 0)."""
+    """The relative L2 error of a step's results, {"outputs": [tensors],
+    "gradients": [tensors]}: ||a - e|| / ||e|| over all outputs taken as
+    one vector, likewise over all gradients, the larger of the two (inf
+    where the shapes differ)."""
     worst = 0.0
-    for a, e in zip(actual, expected):
-        norm = float(e.norm()) or 1.0
-        worst = max(worst, float((a - e).norm()) / norm)
+    for part in ("outputs", "gradients"):
+        a, e = actual[part], expected[part]
+        if len(a) != len(e) or any(x.shape != y.shape for x, y in zip(a, e)):
+            return float("inf")
+        if not e:
+            continue
+        difference = sum(float((x - y).double().norm()) ** 2
+                         for x, y in zip(a, e)) ** 0.5
+        norm = sum(float(y.double().norm()) ** 2 for y in e) ** 0.5
+        worst = max(worst, difference / (norm or 1.0))
     return worst
 
 
+def bitwise_equal(torch, actual, expected):
+    return all(len(actual[p]) == len(expected[p]) and all(
+        torch.equal(x, y) for x, y in zip(actual[p], expected[p]))
+        for p in ("outputs", "gradients"))
+
+
 def run_worker(args):
+    """One configuration of one (model, mode): see the module's doc. Writes
+    its record (args.out) and its step's outputs and gradients (.pt beside
+    it) for the driver's checks."""
+    gpu_lock = open(args.gpu_lock, "a+")
+    fcntl.flock(gpu_lock, fcntl.LOCK_SH)  # before any GPU work: see the doc
     import torch
     import memplan.inductor as hook
     from google.protobuf import json_format
 
-    # No compiled-graph caches: every configuration compiles (and the
-    # hook plans) every graph; Triton's kernel cache stays.
+    # No compiled-graph caches: the configuration compiles (and the hook
+    # plans) every graph; Triton's kernel cache stays.
     torch._inductor.config.fx_graph_cache = False
     torch._functorch.config.enable_autograd_cache = False
-    torch._dynamo.config.cache_size_limit = 64
-    torch._dynamo.config.accumulated_cache_size_limit = 256
     training = args.mode == "training"
-    record = {"model": args.model, "mode": args.mode,
+    config = args.config
+    worker = {"model": args.model, "mode": args.mode, "config": config,
               "device": torch.cuda.get_device_name(),
-              "torch": torch.__version__, "configs": {}, "problems": []}
+              "torch": torch.__version__, "metrics": {}, "problems": []}
+    m = worker["metrics"]
     model, inputs, loss_of, forward, dynamic = build(torch, args.model,
                                                      args.mode)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -466,194 +708,130 @@ def run_worker(args):
             return fn(model, **inputs)
 
     def results_of(out):
-        values = tensors_of(torch, out)
-        if training:
-            values += [p.grad.detach().float().cpu() for p in params]
-        return values
+        return {"outputs": tensors_of(torch, out),
+                "gradients": [p.grad.detach().float().cpu() for p in params]
+                if training else []}
+
+    def write():
+        with open(args.out, "w") as f:
+            json.dump(worker, f, indent=1)
 
     eager = results_of(step(forward))
-    compiled = {}
-    per_graph = {}  # config -> list of calls of one measured step
-    configs = args.configs.split(",")
-    for config in configs:
-        m = record["configs"].setdefault(config, {})
-        try:
-            hook.uninstall()
-            force_training_pools(torch, config == "inductor_pools" and
-                                 training)
-            if config.startswith("memplan_"):
-                hook.install(args.target, strategy=CONFIGS[config][0],
-                             training=True, timeout=60.0)
-                hook.reset_stats()
-            # A code object of its own per configuration: dynamo's cache of
-            # one configuration never serves another.
-            own = type(forward)(forward.__code__.replace(
-                co_name=f"forward_{config}"), forward.__globals__,
-                forward.__name__, forward.__defaults__, forward.__closure__)
-            fn = torch.compile(own, options=options_of(config),
-                               dynamic=True if dynamic else None)
-            torch.cuda.synchronize()
-            begin = time.time()
-            out = step(fn)
-            torch.cuda.synchronize()
-            m["compile_seconds"] = round(time.time() - begin, 2)
-            out = step(fn)  # once more: autotuning done
-            m["results"] = results_of(out)
-            if config == "inductor_pools":
-                # Run to run: kernels with atomics (attention's backward)
-                # differ from themselves; say by how much.
-                again = results_of(step(fn))
-                m["bitwise_run_to_run"] = all(
-                    torch.equal(a, b) for a, b in zip(again, m["results"]))
-                m["run_to_run_error"] = relative_error(torch, again,
-                                                       m["results"])
-            if config.startswith("memplan_"):
-                stats = hook.stats()
-                m["service_plans"] = stats["service_plans"]
-                m["fallbacks"] = stats["fallbacks"]
-                m["fallback_reasons"] = [g.get("reason") for g in
-                                         stats["graphs"]
-                                         if g["source"] != "service"]
-                m["hook_graphs"] = stats["graphs"]
-            hook.uninstall()
-            force_training_pools(torch, False)
-            # One step measured, after empty_cache.
-            del out
-            import gc
-            gc.collect()
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-            start_allocated = torch.cuda.memory_allocated()
-            start_reserved = torch.cuda.memory_reserved()
-            calls_before = torch.cuda.memory_stats().get(
-                "allocation.all.allocated", 0)
-            torch.cuda.reset_peak_memory_stats()
-            out = step(fn)
-            torch.cuda.synchronize()
-            m["peak_allocated"] = (torch.cuda.max_memory_allocated()
-                                   - start_allocated)
-            m["peak_reserved"] = (torch.cuda.max_memory_reserved()
-                                  - start_reserved)
-            m["allocator_calls"] = (torch.cuda.memory_stats().get(
-                "allocation.all.allocated", 0) - calls_before)
-            del out
-            # One step with every graph's peak above its entry.
-            calls.calls = []
-            calls.measuring = True
-            out = step(fn)
-            calls.measuring = False
-            per_graph[config] = calls.calls
-            del out
-            compiled[config] = fn
-        except Exception as error:  # reported, the others go on
-            import traceback
-            traceback.print_exc()
-            m["error"] = f"{type(error).__name__}: {error}"
-            record["problems"].append(f"{config}: {m['error']}")
-            hook.uninstall()
-            force_training_pools(torch, False)
+    try:
+        force_training_pools(torch, config == "inductor_pools" and training)
+        if config.startswith("memplan_"):
+            hook.install(args.target, strategy=CONFIGS[config][0],
+                         training=True, timeout=60.0)
+            hook.reset_stats()
+        fn = torch.compile(forward, options=options_of(config),
+                           dynamic=True if dynamic else None)
+        torch.cuda.synchronize()
+        begin = time.time()
+        out = step(fn)
+        torch.cuda.synchronize()
+        m["compile_seconds"] = round(time.time() - begin, 2)
+        out = step(fn)  # once more: autotuning done
+        results = results_of(out)
+        if config == "inductor_pools":
+            # Run to run: kernels with atomics (attention's backward)
+            # differ from themselves; say by how much.
+            again = results_of(step(fn))
+            m["bitwise_run_to_run"] = bitwise_equal(torch, again, results)
+            m["run_to_run_error"] = relative_error(torch, again, results)
+        if config.startswith("memplan_"):
+            stats = hook.stats()
+            m["service_plans"] = stats["service_plans"]
+            m["fallbacks"] = stats["fallbacks"]
+            m["fallback_reasons"] = [g.get("reason") for g in stats["graphs"]
+                                     if g["source"] != "service"]
+            if m["fallbacks"]:
+                worker["problems"].append(
+                    f"{m['fallbacks']} graph(s) fell back: "
+                    f"{m['fallback_reasons']}")
+            worker["hook_graphs"] = [{
+                "source": g["source"], "graph_id": g.get("graph_id"),
+                "phase": g.get("phase"), "planner": g.get("planner"),
+                "predicted_peak_bytes": g.get("predicted_peak_bytes"),
+                "baseline_peak_bytes": g.get("baseline_peak_bytes"),
+                "total_pool_bytes": g.get("total_pool_bytes"),
+                "pools": len(g.get("pools") or []),
+                "buffer_groups": g.get("buffer_groups"),
+                "request": json_format.MessageToDict(
+                    g["request"], preserving_proto_field_name=True)
+                if g.get("request") is not None else None,
+            } for g in stats["graphs"]]
+        hook.uninstall()
+        force_training_pools(torch, False)
+        # One step measured, after empty_cache.
+        del out
+        import gc
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        start_allocated = torch.cuda.memory_allocated()
+        start_reserved = torch.cuda.memory_reserved()
+        calls_before = torch.cuda.memory_stats().get(
+            "allocation.all.allocated", 0)
+        segments_before = torch.cuda.memory_stats().get(
+            "segment.all.allocated", 0)
+        torch.cuda.reset_peak_memory_stats()
+        out = step(fn)
+        torch.cuda.synchronize()
+        m["peak_allocated"] = torch.cuda.max_memory_allocated() \
+            - start_allocated
+        m["peak_reserved"] = torch.cuda.max_memory_reserved() - start_reserved
+        m["allocator_calls"] = torch.cuda.memory_stats().get(
+            "allocation.all.allocated", 0) - calls_before
+        del out
+        # What the reserved peak is made of: the caching allocator's
+        # segments (cudaMalloc'd blocks) after the step, in MiB, largest
+        # first, and how many of them the step added.
+        segments = sorted((s["total_size"] for s in
+                           torch.cuda.memory_snapshot()), reverse=True)
+        m["segments_mib"] = [round(s / 2**20, 1) for s in segments]
+        m["segments_added"] = torch.cuda.memory_stats().get(
+            "segment.all.allocated", 0) - segments_before
+        # One step with every graph's peak above its entry.
+        calls.calls = []
+        calls.measuring = True
+        out = step(fn)
+        calls.measuring = False
+        del out
+        worker["graph_calls"] = calls.calls
+        m["error_vs_eager"] = relative_error(torch, results, eager)
+        torch.save(results, args.out[:-len(".json")] + ".pt")
+    except Exception as error:  # reported; the driver goes on
+        import traceback
+        traceback.print_exc()
+        m["error"] = f"{type(error).__name__}: {error}"
+        worker["problems"].append(m["error"])
+        write()
+        return
 
-    # Step times: configurations interleaved, CUDA events, median.
-    times = {c: [] for c in compiled}
-    for _ in range(args.steps):
-        for config, fn in compiled.items():
+    # Step time: alone on the GPU (the exclusive lock), in rounds of a
+    # warm-up step and `steps / ROUNDS` timed ones, so that the wave's
+    # configurations interleave and no timed step pays for the switch from
+    # another process's context; CUDA events, median.
+    fcntl.flock(gpu_lock, fcntl.LOCK_UN)
+    times = []
+    rounds = min(ROUNDS, args.steps)
+    for r in range(rounds):
+        fcntl.flock(gpu_lock, fcntl.LOCK_EX)
+        step(fn)
+        for _ in range(args.steps * (r + 1) // rounds
+                       - args.steps * r // rounds):
+            torch.cuda.synchronize()
             begin = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             begin.record()
             step(fn)
             end.record()
             torch.cuda.synchronize()
-            times[config].append(begin.elapsed_time(end))
-    for config, values in times.items():
-        values.sort()
-        record["configs"][config]["step_ms"] = values[len(values) // 2]
-
-    # Outputs and gradients: memplan's against Inductor's own pools'
-    # (bitwise where Inductor's own are bitwise from run to run; else
-    # within ten times their run-to-run error, at least 1e-6) and eager's
-    # (relative L2 error at most 1e-2).
-    own = record["configs"].get("inductor_pools", {})
-    reference = own.get("results")
-    deterministic = own.get("bitwise_run_to_run", True)
-    tolerance = max(1e-6, 10 * own.get("run_to_run_error", 0.0))
-    for config in configs:
-        m = record["configs"][config]
-        results = m.pop("results", None)
-        if results is None:
-            continue
-        m["error_vs_eager"] = relative_error(torch, results, eager)
-        if m["error_vs_eager"] > 1e-2:
-            record["problems"].append(
-                f"{config}: outputs/gradients differ from eager by "
-                f"{m['error_vs_eager']:.3g} (relative)")
-        if config.startswith("memplan_") and reference is not None:
-            m["bitwise_equal_to_inductor_pools"] = all(
-                torch.equal(a, b) for a, b in zip(results, reference))
-            if not m["bitwise_equal_to_inductor_pools"]:
-                m["error_vs_inductor_pools"] = relative_error(
-                    torch, results, reference)
-                if deterministic or m["error_vs_inductor_pools"] > tolerance:
-                    record["problems"].append(
-                        f"{config}: outputs/gradients differ from Inductor's "
-                        f"own pools' by {m['error_vs_inductor_pools']:.3g} "
-                        f"(its run-to-run: "
-                        f"{own.get('run_to_run_error', 0.0):.3g})")
-        if config.startswith("memplan_") and m.get("fallbacks"):
-            record["problems"].append(
-                f"{config}: {m['fallbacks']} graph(s) fell back: "
-                f"{m['fallback_reasons']}")
-
-    # Per graph: measured peaks, and the service's numbers for the same
-    # graph (the k-th graph call of the step in every configuration).
-    record["graphs"], record["captured"] = [], []
-    default_calls = per_graph.get("default", [])
-    memplan_configs = [c for c in configs if c.startswith("memplan_")
-                       and c in per_graph]
-    count = max([len(v) for v in per_graph.values()] or [0])
-    for k in range(count):
-        g = {"index": k}
-        if k < len(default_calls):
-            g["default_measured"] = default_calls[k]["peak"]
-            g["phase"] = default_calls[k]["phase"]
-        request_json = None
-        for config in memplan_configs:
-            call = per_graph[config][k] if k < len(per_graph[config]) else None
-            if call is None:
-                continue
-            g["phase"] = call["phase"]
-            graphs = record["configs"][config].get("hook_graphs", [])
-            match = [h for h in graphs if h.get("graph_id") is not None
-                     and h.get("graph_id") == call["graph_id"]
-                     and h.get("phase") == call["phase"]]
-            if not match and k < len(graphs):  # compile order = call order
-                match = [graphs[k]]
-            entry = {"measured": call["peak"]}
-            if match and match[-1]["source"] == "service":
-                h = match[-1]
-                entry.update(predicted=h["predicted_peak_bytes"],
-                             baseline=h["baseline_peak_bytes"],
-                             planner=h["planner"],
-                             total_pool_bytes=h["total_pool_bytes"],
-                             pools=len(h["pools"]))
-                g["baseline"] = h["baseline_peak_bytes"]
-                if request_json is None:
-                    request_json = json_format.MessageToDict(
-                        h["request"], preserving_proto_field_name=True)
-            g[config] = entry
-        record["graphs"].append(g)
-        if request_json is not None:
-            record["captured"].append({
-                "model": args.model, "mode": args.mode, "graph": k,
-                "phase": g.get("phase"), "device": record["device"],
-                "torch": record["torch"], "request": request_json,
-                "default_measured": g.get("default_measured"),
-                "memplan_measured": {
-                    c[len("memplan_"):]: g[c]["measured"]
-                    for c in memplan_configs if c in g}})
-    for config in record["configs"].values():
-        config.pop("hook_graphs", None)
-    with open(args.out, "w") as f:
-        json.dump(record, f, indent=1)
+            times.append(begin.elapsed_time(end))
+        fcntl.flock(gpu_lock, fcntl.LOCK_UN)
+    times.sort()
+    m["step_ms"] = times[len(times) // 2]
+    write()
 
 
 if __name__ == "__main__":
