@@ -86,8 +86,11 @@ constexpr KnownGap kKnownGaps[] = {
     {"vit_b_16.training.1", 0.13, kCombinedForwardPool},
     {"gpt2.training.1", 0.18, kCombinedForwardPool},
     {"llama.training.1", 0.16, kCombinedForwardPool},
-    {"swin_t.training.1", 0.02, kUndiagnosed},
-    {"bert.training.1", 0.02, kUndiagnosed},
+    // t5's backward graphs, in call order (the last forward's first).
+    {"t5.training.4", 0.03, kUndiagnosed},
+    {"t5.training.5", 0.25, kUndiagnosed},
+    {"t5.training.6", 0.03, kUndiagnosed},
+    {"t5.training.7", 0.03, kUndiagnosed},
 };
 
 constexpr double kTarget = 0.01;  // issue 20: within 1%
