@@ -70,8 +70,9 @@ struct PlanContext {
 // What a planner can do, so that callers (composites, the service, tests)
 // need not know strategies by name.
 struct PlannerCapabilities {
-  // Plans pool mode none, whose pools are fixed by their first buffer (only
-  // Inductor's algorithm and the reference strategies express it).
+  // Plans pool mode none, whose pools are fixed by their first buffer
+  // (Inductor's algorithm, the reference strategies and partition express
+  // it).
   bool plans_pool_mode_none = false;
   // Places a buffer with Buffer::fixed_offset at that offset.
   bool honours_fixed_offsets = false;

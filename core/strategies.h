@@ -24,7 +24,9 @@ namespace memplan {
 //      describes the whole graph.
 //   5: predicted_peak_lower_bound_bytes no longer counts a never-freed
 //      intermediate (wrapper lines cut short) past its live range.
-inline constexpr uint32_t kPlannerVersion = 5;
+//   6: strategy "partition" (and "auto" on a whole graph) plans pool mode
+//      none too, its pools never larger than their largest buffer.
+inline constexpr uint32_t kPlannerVersion = 6;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

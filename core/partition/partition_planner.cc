@@ -248,6 +248,12 @@ class DevicePartition {
     Trial trial;
     trial.pool = p;
     trial.offset = AlignUp(offset, alignment);
+    // Pool mode none: a pool never grows past its first buffer (Inductor's
+    // pools that cannot expand), so the buffer fits under its height.
+    if (problem_.pool_mode == PoolMode::kNone &&
+        trial.offset + buffer.size > pool.height) {
+      return std::nullopt;
+    }
     trial.height = std::max(pool.height, trial.offset + buffer.size);
     const size_t begin = axis_.Slot(timeline_.spans[b].begin);
     const size_t end = axis_.Slot(timeline_.spans[b].end);
@@ -335,14 +341,16 @@ PlannerCapabilities PartitionPlanner::capabilities() const {
   PlannerCapabilities capabilities;
   capabilities.honours_buffer_alignment = true;
   capabilities.minimizes_peak = true;
+  capabilities.plans_pool_mode_none = true;
   return capabilities;
 }
 
 absl::Status PartitionPlanner::CanPlan(const Problem& problem) const {
-  if (problem.pool_mode != PoolMode::kIntermediates) {
+  if (problem.pool_mode != PoolMode::kIntermediates &&
+      problem.pool_mode != PoolMode::kNone) {
     return absl::InvalidArgumentError(
-        absl::StrCat("options.pool_mode: the pool partitioning plans pool mode "
-                     "intermediates only, not ",
+        absl::StrCat("options.pool_mode: the pool partitioning plans pool "
+                     "modes intermediates and none, not ",
                      PoolModeName(problem.pool_mode)));
   }
   if (options_.whole_graph_only && !problem.whole_graph) {

@@ -34,14 +34,17 @@
 // trial O(log n), so a graph of n buffers takes O(n k log n) for k trial
 // pools per buffer (at most kTrialPools).
 //
-// Pool mode `intermediates` only: each output keeps a pool of its own (the
-// caller frees outputs independently, as Inductor's intermediates mode
-// requires); a buffer whose size depends on data gets a pool of its own
-// (as the other placement strategies). Outputs and such buffers stay where
-// they are in T's count. Without memory outside the plan (no unplanned
-// buffers, no extern lines) the same planner minimizes the peak of the
-// pools alone. Strategy "partition" plans the other pool modes, whose
-// grouping is fixed, as "auto" does (core/strategies.cc).
+// Pool modes `intermediates` and `none`: each output keeps a pool of its
+// own (the caller frees outputs independently, as both modes require); a
+// buffer whose size depends on data gets a pool of its own (as the other
+// placement strategies). Outputs and such buffers stay where they are in
+// T's count. In mode `none` a pool never grows past its first buffer
+// (Inductor's pools that cannot expand): a buffer joins a pool only below
+// the pool's height. Without
+// memory outside the plan (no unplanned buffers, no extern lines) the same
+// planner minimizes the peak of the pools alone. Strategy "partition"
+// plans the other pool modes (outputs, combined), whose grouping is fixed,
+// as "auto" does (core/strategies.cc).
 #ifndef MEMPLAN_CORE_PARTITION_PARTITION_PLANNER_H_
 #define MEMPLAN_CORE_PARTITION_PARTITION_PLANNER_H_
 
@@ -64,8 +67,8 @@ class PartitionPlanner : public Planner {
 
   absl::string_view name() const override { return "partition"; }
   PlannerCapabilities capabilities() const override;
-  // OK for pool mode intermediates (with whole_graph_only, when the
-  // problem describes the whole graph) and no pinned offsets; else
+  // OK for pool modes intermediates and none (with whole_graph_only, when
+  // the problem describes the whole graph) and no pinned offsets; else
   // INVALID_ARGUMENT.
   absl::Status CanPlan(const Problem& problem) const override;
 

@@ -22,6 +22,8 @@ configuration's graphs to another. The configurations:
                    optimal: the pools of least bytes
   memplan_partition  the same with strategy auto, which partitions the
                    pools against the whole graph's peak
+  memplan_partition_none  strategy auto in pool mode none: partitioned
+                   pools that never grow past their first buffer
 
 Workers run in waves per GPU: a wave is every configuration of
 max(1, parallel // configurations) (model, mode) pairs, started together
@@ -84,6 +86,7 @@ CONFIGS = {
     "memplan_combined": ("optimal", "combined"),
     "memplan_none": ("optimal", "none"),
     "memplan_partition": ("auto", "intermediates"),
+    "memplan_partition_none": ("auto", "none"),
 }
 # Relative error against eager that every configuration may have, at least
 # (compiled kernels reorder float sums); the check's bound is the larger of

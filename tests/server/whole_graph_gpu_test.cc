@@ -17,7 +17,8 @@
 //     (issue 20's target), except on the graphs of kKnownGaps, each with
 //     its measured cause and a bound that the error must stay under; a gap
 //     that closes (every error within 1%) fails until it leaves the table;
-//   - the partition plan (strategy auto on a whole graph) predicts no more
+//   - the partition plan (strategy auto on a whole graph, pool mode
+//     intermediates; and likewise in pool mode none) predicts no more
 //     than baseline_peak_bytes and no more than the pool-bytes-minimizing
 //     plans of pool modes intermediates and none (whose outputs also keep
 //     pools of their own), at most one allocator block per pool more than
@@ -116,6 +117,7 @@ const std::map<std::string, Configuration>& Configurations() {
           {"combined", {v1::STRATEGY_OPTIMAL, v1::POOL_MODE_COMBINED}},
           {"none", {v1::STRATEGY_OPTIMAL, v1::POOL_MODE_NONE}},
           {"partition", {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES}},
+          {"partition_none", {v1::STRATEGY_AUTO, v1::POOL_MODE_NONE}},
       };
   return *kConfigurations;
 }
@@ -240,6 +242,16 @@ TEST_F(WholeGraphGpuTest, PartitionPredictsNoMoreThanBaselineOrTheModes) {
                 PlanAs(graph, mode).stats().predicted_peak_bytes())
           << graph.name << " against pool mode " << mode;
     }
+    // In pool mode none (no pool grows past its first buffer) auto
+    // partitions too: never above the baseline, nor above the pools of
+    // least bytes in that mode.
+    const v1::PlanStats none = PlanAs(graph, "partition_none").stats();
+    EXPECT_EQ(none.planner(), "partition") << graph.name;
+    EXPECT_LE(none.predicted_peak_bytes(), none.baseline_peak_bytes())
+        << graph.name;
+    EXPECT_LE(none.predicted_peak_bytes(),
+              PlanAs(graph, "none").stats().predicted_peak_bytes())
+        << graph.name;
     // Combined packs the outputs with the intermediates, so each of its
     // pools is rounded up to the allocator block once where partition's
     // output pools are rounded one by one: at most one block per pool more.

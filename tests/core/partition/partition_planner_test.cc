@@ -107,16 +107,48 @@ TEST(PartitionPlannerTest, OutputsKeepPoolsOfTheirOwn) {
   EXPECT_EQ(plan.pools[out1].size, 128);
 }
 
-TEST(PartitionPlannerTest, AutoPartitionsOnlyAWholeGraphInIntermediatesMode) {
+// a and b overlap; c follows a; d, the largest, comes with an extern
+// output e of 1000 bytes, so the peak of one pool per buffer is 1256, at
+// [6, 8). In intermediates, one pool: b on top of a, then c and d at 0.
+// In none, a pool never grows past its first buffer: b, which would go on
+// top of a, and d, larger than a, get pools of their own; c joins a's
+// pool below its height.
+TEST(PartitionPlannerTest, InModeNoneAPoolNeverGrowsPastItsFirstBuffer) {
+  Problem problem =
+      WholeGraph({MakeBuffer("a", 128, 0, 4), MakeBuffer("b", 128, 1, 3),
+                  MakeBuffer("c", 64, 4, 6), MakeBuffer("d", 256, 6, 8)},
+                 {{"e", 1000, "cuda:0", {6, 8}, false}});
+  const Plan intermediates = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(intermediates.pools.size(), 1u);
+  EXPECT_EQ(intermediates.pools[0].size, 256);
+
+  problem.pool_mode = PoolMode::kNone;
+  const Plan none = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(none.pools.size(), 3u);
+  const int32_t pool = none.assignments[0].pool;
+  EXPECT_EQ(none.assignments[2].pool, pool);
+  EXPECT_NE(none.assignments[1].pool, pool);
+  EXPECT_NE(none.assignments[3].pool, pool);
+  EXPECT_NE(none.assignments[3].pool, none.assignments[1].pool);
+  EXPECT_EQ(none.pools[pool].size, 128);
+  EXPECT_EQ(PeaksOf(problem, none).predicted, 1256);
+}
+
+TEST(PartitionPlannerTest,
+     AutoPartitionsAWholeGraphInModesIntermediatesAndNone) {
   Problem problem =
       WholeGraph({MakeBuffer("a", 300, 0, 2), MakeBuffer("b", 100, 2, 4)},
                  {{"e", 1000, "cuda:0", {2, 4}, false}});
   const Planner& automatic = *FindPlanner("auto");
   EXPECT_EQ(PlanAndValidate(automatic, problem).planner, "partition");
+  problem.pool_mode = PoolMode::kNone;
+  EXPECT_EQ(PlanAndValidate(automatic, problem).planner, "partition");
   problem.pool_mode = PoolMode::kCombined;
   EXPECT_NE(PlanAndValidate(automatic, problem).planner, "partition");
   EXPECT_NE(PlanAndValidate(*FindPlanner("partition"), problem).planner,
             "partition");
+  EXPECT_FALSE(PartitionPlanner().CanPlan(problem).ok());
+  problem.pool_mode = PoolMode::kOutputs;
   EXPECT_FALSE(PartitionPlanner().CanPlan(problem).ok());
   problem.pool_mode = PoolMode::kIntermediates;
   problem.whole_graph = false;
