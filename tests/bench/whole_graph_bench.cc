@@ -2,14 +2,16 @@
 // (partition) on the whole-graph requests the GPU suite captured.
 //
 //   memplan-whole-graph-bench [--captured FILE] [--repeats N]
+//                             [--pool_mode_none]
 //
 // For every graph of FILE (default: the CI test data,
 // tests/server/testdata/whole_graph/captured_h200.jsonl.gz) it plans the
 // request as the suite's memplan_partition configuration did (strategy
-// auto, pool mode intermediates) through an in-process memplan-server with
-// no plan cache, N times, and prints one markdown row: the planner auto
-// chose, the buffer groups, the pools (and those holding no output: the
-// allocator calls the plan makes for the intermediates, beside the
+// auto, pool mode intermediates; with --pool_mode_none, as
+// memplan_partition_none did: pool mode none) through an in-process
+// memplan-server with no plan cache, N times, and prints one markdown row: the
+// planner auto chose, the buffer groups, the pools (and those holding no
+// output: the allocator calls the plan makes for the intermediates, beside the
 // intermediate groups, the calls it replaces), predicted and baseline peak
 // (MiB) and the median of stats.planning_micros (the planner alone). It
 // returns 1 if a call fails.
@@ -28,6 +30,9 @@
 ABSL_FLAG(std::string, captured, MEMPLAN_WHOLE_GRAPH_CAPTURED,
           "captured whole-graph requests (.jsonl.gz, tests/gpu/suite.py)");
 ABSL_FLAG(int, repeats, 9, "plans per graph (the median is printed)");
+ABSL_FLAG(bool, pool_mode_none, false,
+          "plan pool mode none (memplan_partition_none) instead of "
+          "intermediates");
 
 namespace memplan {
 namespace {
@@ -58,7 +63,9 @@ int Run() {
   for (const CapturedGraph& graph : *graphs) {
     v1::PlanMemoryRequest request = graph.request;
     request.mutable_options()->set_strategy(v1::STRATEGY_AUTO);
-    request.mutable_options()->set_pool_mode(v1::POOL_MODE_INTERMEDIATES);
+    request.mutable_options()->set_pool_mode(absl::GetFlag(FLAGS_pool_mode_none)
+                                                 ? v1::POOL_MODE_NONE
+                                                 : v1::POOL_MODE_INTERMEDIATES);
     std::vector<int64_t> micros;
     v1::PlanMemoryResponse response;
     for (int i = 0; i < repeats; ++i) {
