@@ -832,6 +832,7 @@ def run_worker(args):
             torch.cuda.synchronize()
             times.append(begin.elapsed_time(end))
         fcntl.flock(gpu_lock, fcntl.LOCK_UN)
+    m["step_ms_each"] = [round(t, 3) for t in times]  # in order, rounds
     times.sort()
     m["step_ms"] = times[len(times) // 2]
     write()
