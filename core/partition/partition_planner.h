@@ -40,11 +40,10 @@
 // placement strategies). Outputs and such buffers stay where they are in
 // T's count. In mode `none` a pool never grows past its first buffer
 // (Inductor's pools that cannot expand): a buffer joins a pool only below
-// the pool's height. Without
-// memory outside the plan (no unplanned buffers, no extern lines) the same
-// planner minimizes the peak of the pools alone. Strategy "partition"
-// plans the other pool modes (outputs, combined), whose grouping is fixed,
-// as "auto" does (core/strategies.cc).
+// the pool's height. Without memory outside the plan (no unplanned
+// buffers, no extern lines) the same planner minimizes the peak of the
+// pools alone. Strategy "partition" plans the other pool modes (outputs,
+// combined), whose grouping is fixed, as "auto" does (core/strategies.cc).
 #ifndef MEMPLAN_CORE_PARTITION_PARTITION_PLANNER_H_
 #define MEMPLAN_CORE_PARTITION_PARTITION_PLANNER_H_
 
