@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/caching_allocator.h"
 
 namespace memplan {
 
@@ -160,9 +161,13 @@ std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
     DevicePeaks peak;
     peak.device = device.device;
     peak.predicted = PeakAboveEntry(device.blocks, block);
+    peak.predicted_reserved =
+        ReplayCachingAllocator(device.blocks).stats.reserved;
     for (const DeviceMemory& other : timeline.baseline) {
       if (other.device == device.device) {
         peak.baseline = PeakAboveEntry(other.blocks, block);
+        peak.baseline_reserved =
+            ReplayCachingAllocator(other.blocks).stats.reserved;
       }
     }
     for (const DeviceMemory& other : bound) {

@@ -116,10 +116,17 @@ struct DevicePeaks {
   // unplanned blocks and the buffers' own sizes (a pool holds at least its
   // live buffers' bytes wherever it is charged).
   Bytes lower_bound = 0;
+  // The segments the CUDA caching allocator would reserve while the graph
+  // runs, from an empty cache (core/caching_allocator.h), with the plan's
+  // pools and without them.
+  Bytes predicted_reserved = 0;
+  Bytes baseline_reserved = 0;
 
   friend bool operator==(const DevicePeaks& a, const DevicePeaks& b) {
     return a.device == b.device && a.predicted == b.predicted &&
-           a.baseline == b.baseline && a.lower_bound == b.lower_bound;
+           a.baseline == b.baseline && a.lower_bound == b.lower_bound &&
+           a.predicted_reserved == b.predicted_reserved &&
+           a.baseline_reserved == b.baseline_reserved;
   }
 };
 
@@ -165,7 +172,8 @@ std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
 // problem.allocator_block bytes, and the lower bound of the predicted peak
 // (the unplanned blocks rounded, each buffer's size as it is, over its
 // span; a buffer that is no output and never freed counts nowhere: a plan
-// may reuse its bytes after its live range).
+// may reuse its bytes after its live range), and the reserved bytes of both
+// (ReplayCachingAllocator's, core/caching_allocator.h).
 std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
                                          const Plan& plan,
                                          const GraphTimeline& timeline);

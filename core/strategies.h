@@ -26,7 +26,11 @@ namespace memplan {
 //      intermediate (wrapper lines cut short) past its live range.
 //   6: strategy "partition" (and "auto" on a whole graph) plans pool mode
 //      none too, its pools never larger than their largest buffer.
-inline constexpr uint32_t kPlannerVersion = 6;
+//   7: strategy "partition" weighs the caching allocator's reserved bytes
+//      (core/caching_allocator.h): pools capped or one per buffer where
+//      that reserves less, pools padded so that a later larger pool reuses
+//      their segment; responses carry predicted/baseline reserved bytes.
+inline constexpr uint32_t kPlannerVersion = 7;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

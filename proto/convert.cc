@@ -623,6 +623,12 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     device->set_predicted_peak_bytes(peaks.predicted);
     device->set_baseline_peak_bytes(peaks.baseline);
     device->set_predicted_peak_lower_bound_bytes(peaks.lower_bound);
+    device->set_predicted_reserved_bytes(peaks.predicted_reserved);
+    device->set_baseline_reserved_bytes(peaks.baseline_reserved);
+    stats->set_predicted_reserved_bytes(stats->predicted_reserved_bytes() +
+                                        peaks.predicted_reserved);
+    stats->set_baseline_reserved_bytes(stats->baseline_reserved_bytes() +
+                                       peaks.baseline_reserved);
     stats->set_predicted_peak_bytes(stats->predicted_peak_bytes() +
                                     peaks.predicted);
     stats->set_baseline_peak_bytes(stats->baseline_peak_bytes() +

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "core/caching_allocator.h"
 #include "core/graph_memory.h"
 #include "core/inductor/range_max_tree.h"
 
@@ -21,6 +24,24 @@ namespace {
 
 // How often (in buffers) the planner looks at the deadline.
 constexpr size_t kCheckEvery = 256;
+// The segment sharing pass: pools tried for padding per pool that takes a
+// new segment, and replays of the allocator model per device at most.
+constexpr int kPadTrials = 4;
+constexpr int kMaxReplays = 32;
+// Pool caps tried (Shape::cap), and how close to the lowest peak a
+// candidate's peak must be (1/kPeakSlack of it) to win on reserved bytes.
+constexpr int kCaps = 4;
+constexpr Bytes kPeakSlack = 256;
+constexpr Bytes kReservedSlack = 32;
+
+// How one device's pools are built (one candidate of the device's plan).
+struct Shape {
+  // A pool grows (by a buffer on top) to at most this many bytes; a buffer
+  // larger than it opens a pool of its own.
+  Bytes cap = std::numeric_limits<Bytes>::max();
+  // Whether buffers share pools at all (false: one pool per buffer).
+  bool share = true;
+};
 
 // The positions of one device where the memory in use can change, sorted:
 // slot i stands for the positions [points[i], points[i + 1]).
@@ -36,6 +57,10 @@ class Axis {
     if (position == kNeverFreed) return points_.size();
     return std::lower_bound(points_.begin(), points_.end(), position) -
            points_.begin();
+  }
+  // The position slot `slot` begins at (slots(): kNeverFreed).
+  int64_t Position(size_t slot) const {
+    return slot < points_.size() ? points_[slot] : kNeverFreed;
   }
   // The positions slots [begin, end) cover (the last slot: one position).
   int64_t Width(size_t begin, size_t end) const {
@@ -59,6 +84,7 @@ struct LiveItem {
 // One pool being built.
 struct PoolState {
   Bytes height = 0;       // bytes: its buffers' highest end
+  Bytes padded = 0;       // bytes: at least this (segment sharing)
   size_t hull_begin = 0;  // slots [hull_begin, hull_end)
   size_t hull_end = 0;
   std::vector<LiveItem> live;      // by offset
@@ -81,8 +107,10 @@ struct Trial {
 class DevicePartition {
  public:
   DevicePartition(const Problem& problem, const GraphTimeline& timeline,
-                  const DeviceMemory* unplanned, std::vector<int32_t> buffers)
+                  const DeviceMemory* unplanned, std::vector<int32_t> buffers,
+                  Shape shape)
       : problem_(problem),
+        shape_(shape),
         timeline_(timeline),
         block_(problem.allocator_block),
         buffers_(std::move(buffers)),
@@ -142,7 +170,96 @@ class DevicePartition {
     return absl::OkStatus();
   }
 
+  // Segment sharing: a pool the caching allocator cannot serve from its
+  // cached blocks takes a new segment, and the allocator keeps segments
+  // while the graph runs (core/caching_allocator.h). So where a pool P
+  // takes a new segment and a smaller pool Q was released before P is
+  // created, padding Q to P's size lets P reuse Q's segment. Pads the
+  // largest such Q (of kPadTrials) whose padding keeps every position at or
+  // below the target and lowers the reserved bytes the model replays;
+  // pools in order of creation. The allocated peak stays at most the
+  // target; the reserved bytes never rise.
+  absl::Status ShareSegments(const PlanContext& context,
+                             const DeviceMemory* unplanned) {
+    std::vector<MemoryBlock> blocks;
+    if (unplanned != nullptr) blocks = unplanned->blocks;
+    const size_t first = blocks.size();
+    for (const PoolState& pool : pools_) {
+      blocks.push_back(MemoryBlock{axis_.Position(pool.hull_begin),
+                                   axis_.Position(pool.hull_end), pool.height});
+    }
+    peak_ = axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots());
+    AllocatorReplay replay = ReplayCachingAllocator(blocks);
+    reserved_ = replay.stats.reserved;
+    // Pool mode none: a pool is never larger than its largest buffer.
+    if (problem_.pool_mode == PoolMode::kNone) return absl::OkStatus();
+    std::vector<int32_t> order(pools_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return pools_[a].hull_begin < pools_[b].hull_begin;
+    });
+    int replays = 0;
+    for (const int32_t p : order) {
+      if (!replay.created_segment[first + p]) continue;
+      const Bytes need = CachingAllocatorModel::RoundSize(pools_[p].height);
+      if (need <= CachingAllocatorModel::kSmallSize) continue;
+      std::vector<int32_t> candidates;
+      for (int32_t q = 0; q < static_cast<int32_t>(pools_.size()); ++q) {
+        const PoolState& pool = pools_[q];
+        if (!pool.fixed && pool.hull_begin < pool.hull_end &&
+            pool.hull_end <= pools_[p].hull_begin &&
+            blocks[first + q].size > 0 && blocks[first + q].size < need) {
+          candidates.push_back(q);
+        }
+      }
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [&](int32_t a, int32_t b) {
+                         return blocks[first + a].size > blocks[first + b].size;
+                       });
+      int tried = 0;
+      for (const int32_t q : candidates) {
+        if (tried == kPadTrials || replays == kMaxReplays) break;
+        const PoolState& pool = pools_[q];
+        const Bytes raise = AllocatorBytes(need, block_) -
+                            AllocatorBytes(blocks[first + q].size, block_);
+        if (tree_.Max(pool.hull_begin, pool.hull_end) + raise > target_) {
+          continue;
+        }
+        ++tried;
+        ++replays;
+        if (absl::Status status = context.Check(); !status.ok()) return status;
+        const Bytes size = blocks[first + q].size;
+        blocks[first + q].size = need;
+        AllocatorReplay trial = ReplayCachingAllocator(blocks);
+        if (trial.stats.reserved < replay.stats.reserved) {
+          tree_.Add(pool.hull_begin, pool.hull_end, raise);
+          pools_[q].padded = need;
+          replay = std::move(trial);
+          reserved_ = replay.stats.reserved;
+          peak_ = tree_.Max(0, axis_.slots());
+          break;
+        }
+        blocks[first + q].size = size;
+      }
+    }
+    return absl::OkStatus();
+  }
+
   const std::vector<PoolState>& pools() const { return pools_; }
+  // The predicted peak of the pools built (bytes above the entry), as
+  // ShareSegments leaves them.
+  Bytes peak() const { return peak_; }
+  // The reserved bytes the allocator model replays for them (set by
+  // ShareSegments).
+  Bytes reserved() const { return reserved_; }
+  // The largest pool built.
+  Bytes largest_pool() const {
+    Bytes largest = 0;
+    for (const PoolState& pool : pools_) {
+      largest = std::max(largest, std::max(pool.height, pool.padded));
+    }
+    return largest;
+  }
 
  private:
   // Whether buffer b allocates anything (a size and a non-empty span).
@@ -255,6 +372,9 @@ class DevicePartition {
       return std::nullopt;
     }
     trial.height = std::max(pool.height, trial.offset + buffer.size);
+    if (trial.height > pool.height && trial.height > shape_.cap) {
+      return std::nullopt;
+    }
     const size_t begin = axis_.Slot(timeline_.spans[b].begin);
     const size_t end = axis_.Slot(timeline_.spans[b].end);
     trial.begin = std::min(pool.hull_begin, begin);
@@ -290,7 +410,8 @@ class DevicePartition {
     tree_.Add(begin, end, -own);  // b's own pool, until it finds another
     std::optional<Trial> best;
     int tried = 0;
-    for (int32_t p = newest_; p >= 0 && tried < PartitionPlanner::kTrialPools;
+    const int trials = shape_.share ? PartitionPlanner::kTrialPools : 0;
+    for (int32_t p = newest_; p >= 0 && tried < trials;
          p = pools_[p].older, ++tried) {
       std::optional<Trial> trial = Try(b, p);
       if (trial.has_value() &&
@@ -325,12 +446,15 @@ class DevicePartition {
   }
 
   const Problem& problem_;
+  const Shape shape_;
   const GraphTimeline& timeline_;
   const Bytes block_;
   const std::vector<int32_t> buffers_;
   const Axis axis_;
   RangeMaxTree tree_;
   Bytes target_ = 0;  // the peak with one pool per buffer
+  Bytes reserved_ = 0;
+  Bytes peak_ = 0;
   std::vector<PoolState> pools_;
   int32_t newest_ = -1;  // the pool extended last (head of the list)
 };
@@ -388,11 +512,89 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     for (const DeviceMemory& memory : timeline->unplanned) {
       if (memory.device == device) unplanned = &memory;
     }
-    DevicePartition partition(problem, *timeline, unplanned,
-                              buffers_of[device]);
-    if (absl::Status status = partition.Run(context, offsets); !status.ok()) {
+    // The candidates: pools shaped several ways (Shapes), each planned and
+    // replayed through the allocator model; the lowest peak wins, then
+    // (among peaks within kPeakSlack of it) the fewest reserved bytes, then
+    // the fewest pools, then the first.
+    const std::vector<int32_t>& buffers = buffers_of[device];
+    std::vector<std::unique_ptr<DevicePartition>> candidates;
+    std::vector<std::vector<Bytes>> candidate_offsets;
+    auto plan_shape = [&](Shape shape) -> absl::Status {
+      auto partition = std::make_unique<DevicePartition>(
+          problem, *timeline, unplanned, buffers, shape);
+      std::vector<Bytes> trial = offsets;
+      if (absl::Status status = partition->Run(context, trial); !status.ok()) {
+        return status;
+      }
+      if (absl::Status status = partition->ShareSegments(context, unplanned);
+          !status.ok()) {
+        return status;
+      }
+      candidates.push_back(std::move(partition));
+      candidate_offsets.push_back(std::move(trial));
+      return absl::OkStatus();
+    };
+    // As built so far; then, in pool mode intermediates, pools capped at
+    // the largest intermediate (rounded to the allocator's 2 MiB) and at
+    // twice, four and eight times that, below the largest pool uncapped;
+    // then one pool per buffer.
+    std::vector<Shape> shapes = {Shape{}};
+    if (absl::Status status = plan_shape(shapes[0]); !status.ok()) {
       return status;
     }
+    if (problem.pool_mode == PoolMode::kIntermediates) {
+      Bytes largest = 1;
+      for (int32_t b : buffers) {
+        const Buffer& buffer = problem.buffers[b];
+        if (!buffer.is_output && !buffer.size_is_data_dependent) {
+          largest = std::max(largest, buffer.size);
+        }
+      }
+      Bytes cap = AlignUp(largest, CachingAllocatorModel::kRoundLarge);
+      for (int i = 0; i < kCaps && cap < candidates[0]->largest_pool();
+           ++i, cap *= 2) {
+        shapes.push_back(Shape{cap, true});
+      }
+    }
+    shapes.push_back(Shape{std::numeric_limits<Bytes>::max(), false});
+    for (size_t i = 1; i < shapes.size(); ++i) {
+      if (absl::Status status = plan_shape(shapes[i]); !status.ok()) {
+        return status;
+      }
+    }
+    // The candidates whose peak is within 1/kPeakSlack of the lowest; among
+    // them, those whose reserved bytes are within 1/kReservedSlack of the
+    // least (at least one large segment's rounding, 2 MiB); among those,
+    // the fewest pools (then the first).
+    Bytes lowest_peak = std::numeric_limits<Bytes>::max();
+    for (const auto& candidate : candidates) {
+      lowest_peak = std::min(lowest_peak, candidate->peak());
+    }
+    auto near_peak = [&](const DevicePartition& candidate) {
+      return candidate.peak() - lowest_peak <= lowest_peak / kPeakSlack;
+    };
+    Bytes least_reserved = std::numeric_limits<Bytes>::max();
+    for (const auto& candidate : candidates) {
+      if (near_peak(*candidate)) {
+        least_reserved = std::min(least_reserved, candidate->reserved());
+      }
+    }
+    size_t chosen = candidates.size();
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      const DevicePartition& candidate = *candidates[c];
+      if (!near_peak(candidate) ||
+          candidate.reserved() - least_reserved >
+              std::max(CachingAllocatorModel::kRoundLarge,
+                       least_reserved / kReservedSlack)) {
+        continue;
+      }
+      if (chosen == candidates.size() ||
+          candidate.pools().size() < candidates[chosen]->pools().size()) {
+        chosen = c;
+      }
+    }
+    offsets = std::move(candidate_offsets[chosen]);
+    const DevicePartition& partition = *candidates[chosen];
     // Pools by their first allocation (then as opened).
     const std::vector<PoolState>& pools = partition.pools();
     std::vector<size_t> order(pools.size());
@@ -402,7 +604,7 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     });
     for (size_t p : order) {
       const auto index = static_cast<int32_t>(plan.pools.size());
-      Bytes size = 0;
+      Bytes size = pools[p].padded;
       for (int32_t b : pools[p].members) {
         plan.assignments[b] = Assignment{index, offsets[b]};
         size = std::max(size, offsets[b] + problem.buffers[b].size);

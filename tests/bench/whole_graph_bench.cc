@@ -13,8 +13,9 @@
 // planner auto chose, the buffer groups, the pools (and those holding no
 // output: the allocator calls the plan makes for the intermediates, beside the
 // intermediate groups, the calls it replaces), predicted and baseline peak
-// (MiB) and the median of stats.planning_micros (the planner alone). It
-// returns 1 if a call fails.
+// (MiB), predicted and baseline reserved (MiB: the caching allocator's
+// segments, as the service's model replays them) and the median of
+// stats.planning_micros (the planner alone). It returns 1 if a call fails.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -56,8 +57,9 @@ int Run() {
   const int repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
   std::printf(
       "| graph | planner | buffer groups | pools | intermediate pools / "
-      "groups | predicted / baseline MiB | planning us (median of %d) |\n"
-      "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
+      "groups | predicted / baseline MiB | predicted / baseline reserved MiB "
+      "| planning us (median of %d) |\n"
+      "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
       repeats);
   int64_t slowest = 0;
   for (const CapturedGraph& graph : *graphs) {
@@ -100,13 +102,16 @@ int Run() {
     }
     const long intermediate_pools =
         std::count(holds_output.begin(), holds_output.end(), false);
-    std::printf("| %s | %s | %zu | %zu | %ld / %d | %.1f / %.1f | %lld |\n",
-                graph.name.c_str(), response.stats().planner().c_str(),
-                problem->buffers.size(), plan->pools.size(), intermediate_pools,
-                intermediates,
-                response.stats().predicted_peak_bytes() / 1048576.0,
-                response.stats().baseline_peak_bytes() / 1048576.0,
-                static_cast<long long>(median));
+    std::printf(
+        "| %s | %s | %zu | %zu | %ld / %d | %.1f / %.1f | %.0f / %.0f | %lld "
+        "|\n",
+        graph.name.c_str(), response.stats().planner().c_str(),
+        problem->buffers.size(), plan->pools.size(), intermediate_pools,
+        intermediates, response.stats().predicted_peak_bytes() / 1048576.0,
+        response.stats().baseline_peak_bytes() / 1048576.0,
+        response.stats().predicted_reserved_bytes() / 1048576.0,
+        response.stats().baseline_reserved_bytes() / 1048576.0,
+        static_cast<long long>(median));
   }
   std::printf("\nslowest graph: %lld us (the default budget is 100 ms)\n",
               static_cast<long long>(slowest));

@@ -107,13 +107,15 @@ TEST(TimelineOfBuffersTest, SpansAreLiveRangesAndTheBaselineHoldsEachBuffer) {
 //   baseline: a [0, 2), b [3, 5), c [1, 4), e, x
 //     at 3: 100 + 50 + 30 = 180; at 2: 50 + 30 = 80
 //   lower bound: the buffers' own bytes: at 3, 180 as well
+//   reserved: with pools and without, one 2 MiB segment of the caching
+//   allocator's small pool holds every block
 TEST(WholeGraphPeaksTest, PoolsAreChargedOverTheHullOfTheirBuffers) {
   const Problem problem = SmallWholeGraph();
   const GraphTimeline timeline = TimelineOfBuffers(problem);
   const std::vector<DevicePeaks> peaks =
       WholeGraphPeaks(problem, SmallPlan(), timeline);
   ASSERT_EQ(peaks.size(), 1u);
-  EXPECT_EQ(peaks[0], (DevicePeaks{"cuda:0", 180, 180, 180}));
+  EXPECT_EQ(peaks[0], (DevicePeaks{"cuda:0", 180, 180, 180, 2 << 20, 2 << 20}));
   const std::vector<DeviceMemory> memory =
       PlanMemory(problem, SmallPlan(), timeline);
   ASSERT_EQ(memory.size(), 1u);
@@ -172,7 +174,7 @@ TEST(WholeGraphPeaksTest, DevicesComeInTheOrderOfTheirFirstBuffer) {
       WholeGraphPeaks(problem, SmallPlan(), TimelineOfBuffers(problem));
   ASSERT_EQ(peaks.size(), 2u);
   EXPECT_EQ(peaks[0].device, "cuda:0");
-  EXPECT_EQ(peaks[1], (DevicePeaks{"cpu", 64, 64, 64}));
+  EXPECT_EQ(peaks[1], (DevicePeaks{"cpu", 64, 64, 64, 2 << 20, 2 << 20}));
 }
 
 }  // namespace

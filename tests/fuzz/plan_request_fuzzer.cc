@@ -129,13 +129,16 @@ void CheckResponse(const v1::PlanMemoryRequest& request,
             request);
   }
   // The whole-graph peaks: 0 <= lower bound <= predicted, baseline >= 0,
-  // per device and summed over the devices.
+  // reserved bytes >= 0, per device and summed over the devices.
   int64_t predicted = 0, baseline = 0, lower_bound = 0;
+  int64_t predicted_reserved = 0, baseline_reserved = 0;
   for (const v1::DeviceStats& device : stats.devices()) {
     if (!(0 <= device.predicted_peak_lower_bound_bytes() &&
           device.predicted_peak_lower_bound_bytes() <=
               device.predicted_peak_bytes() &&
-          device.baseline_peak_bytes() >= 0)) {
+          device.baseline_peak_bytes() >= 0 &&
+          device.predicted_reserved_bytes() >= 0 &&
+          device.baseline_reserved_bytes() >= 0)) {
       Finding(absl::StrCat("whole-graph peaks out of order: ",
                            device.ShortDebugString()),
               request);
@@ -143,8 +146,12 @@ void CheckResponse(const v1::PlanMemoryRequest& request,
     predicted += device.predicted_peak_bytes();
     baseline += device.baseline_peak_bytes();
     lower_bound += device.predicted_peak_lower_bound_bytes();
+    predicted_reserved += device.predicted_reserved_bytes();
+    baseline_reserved += device.baseline_reserved_bytes();
   }
   if (predicted != stats.predicted_peak_bytes() ||
+      predicted_reserved != stats.predicted_reserved_bytes() ||
+      baseline_reserved != stats.baseline_reserved_bytes() ||
       baseline != stats.baseline_peak_bytes() ||
       lower_bound != stats.predicted_peak_lower_bound_bytes()) {
     Finding(absl::StrCat("whole-graph peaks are not the devices' sums: ",

@@ -355,6 +355,7 @@ def per_graph_peaks(record, configs, workers):
         g = {"index": k}
         if k < len(default_calls):
             g["default_measured"] = default_calls[k]["peak"]
+            g["default_measured_reserved"] = default_calls[k].get("reserved")
             g["phase"] = default_calls[k]["phase"]
         request_json = None
         for config in memplan:
@@ -369,16 +370,22 @@ def per_graph_peaks(record, configs, workers):
                      and h.get("phase") == call["phase"]]
             if not match and k < len(graphs):  # compile order = call order
                 match = [graphs[k]]
-            entry = {"measured": call["peak"]}
+            entry = {"measured": call["peak"],
+                     "measured_reserved": call.get("reserved")}
             if match and match[-1]["source"] == "service":
                 h = match[-1]
                 entry.update(predicted=h["predicted_peak_bytes"],
                              baseline=h["baseline_peak_bytes"],
+                             predicted_reserved=h.get(
+                                 "predicted_reserved_bytes"),
+                             baseline_reserved=h.get(
+                                 "baseline_reserved_bytes"),
                              planner=h["planner"],
                              total_pool_bytes=h["total_pool_bytes"],
                              pools=h["pools"],
                              buffer_groups=h.get("buffer_groups"))
                 g["baseline"] = h["baseline_peak_bytes"]
+                g["baseline_reserved"] = h.get("baseline_reserved_bytes")
                 if request_json is None:
                     request_json = h["request"]
             g[config] = entry
@@ -392,6 +399,11 @@ def per_graph_peaks(record, configs, workers):
                 "default_measured": g.get("default_measured"),
                 "memplan_measured": {
                     c[len("memplan_"):]: g[c]["measured"]
+                    for c in memplan if c in g},
+                "default_measured_reserved": g.get(
+                    "default_measured_reserved"),
+                "memplan_measured_reserved": {
+                    c[len("memplan_"):]: g[c].get("measured_reserved")
                     for c in memplan if c in g}})
 
 
@@ -463,6 +475,23 @@ def markdown(results, configs):
                 m = g.get(c, {})
                 cells.append(f"{mib(m.get('measured'))} / "
                              f"{mib(m.get('predicted'))}")
+            lines.append(f"| {r['model']} | {r['mode']} | {g['index']} "
+                         f"{g.get('phase', '')} | " + " | ".join(cells) + " |")
+    lines += ["", "Per compiled graph, reserved (MiB above the graph's "
+              "entry; the service's caching-allocator model starts from an "
+              "empty cache): default measured / service baseline_reserved; "
+              "memplan measured / service predicted_reserved", ""]
+    lines += ["| model | mode | graph | default: measured / baseline | "
+              + " | ".join(f"{c}: measured / predicted" for c in memplan)
+              + " |", "| --- | --- | --- | --- |" + " --- |" * len(memplan)]
+    for r in results:
+        for g in r.get("graphs", []):
+            cells = [f"{mib(g.get('default_measured_reserved'))} / "
+                     f"{mib(g.get('baseline_reserved'))}"]
+            for c in memplan:
+                m = g.get(c, {})
+                cells.append(f"{mib(m.get('measured_reserved'))} / "
+                             f"{mib(m.get('predicted_reserved'))}")
             lines.append(f"| {r['model']} | {r['mode']} | {g['index']} "
                          f"{g.get('phase', '')} | " + " | ".join(cells) + " |")
     lines += ["", "Against default torch.compile, over the (model, mode) rows "
@@ -598,6 +627,7 @@ class GraphCalls:
             cuda = graph_calls.torch.cuda
             cuda.reset_peak_memory_stats()
             base = cuda.memory_allocated()
+            base_reserved = cuda.memory_reserved()
             try:
                 return original(graph, inputs)
             finally:
@@ -607,7 +637,8 @@ class GraphCalls:
                     "phase": "backward" if kwargs.get("is_backward") else (
                         "inference" if kwargs.get("is_inference")
                         else "forward"),
-                    "peak": cuda.max_memory_allocated() - base})
+                    "peak": cuda.max_memory_allocated() - base,
+                    "reserved": cuda.max_memory_reserved() - base_reserved})
 
         CompiledFxGraph.__call__ = call
 
@@ -756,6 +787,8 @@ def run_worker(args):
                 "phase": g.get("phase"), "planner": g.get("planner"),
                 "predicted_peak_bytes": g.get("predicted_peak_bytes"),
                 "baseline_peak_bytes": g.get("baseline_peak_bytes"),
+                "predicted_reserved_bytes": g.get("predicted_reserved_bytes"),
+                "baseline_reserved_bytes": g.get("baseline_reserved_bytes"),
                 "total_pool_bytes": g.get("total_pool_bytes"),
                 "pools": len(g.get("pools") or []),
                 "buffer_groups": g.get("buffer_groups"),

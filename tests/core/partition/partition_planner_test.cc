@@ -75,6 +75,30 @@ TEST(PartitionPlannerTest, APoolOfItsOwnWhereSharingWouldRaiseThePeak) {
   EXPECT_EQ(PeaksOf(problem, smallest).predicted, 1300);
 }
 
+//   a (50 MiB) [0, 2), e (extern, 20 MiB) [2, 3), b (62 MiB) [3, 6): b in
+//   a's pool would hold 62 MiB beside e, so two pools. The caching
+//   allocator cannot serve b from a's freed 50 MiB segment: 112 MiB
+//   reserved for a peak of 62. Padded to 62 MiB (its peak stays 62), a's
+//   pool leaves a segment b reuses (e borrows it between them).
+TEST(PartitionPlannerTest, PadsAPoolSoThatALaterLargerOneReusesItsSegment) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  Problem problem = WholeGraph(
+      {MakeBuffer("a", 50 * kMiB, 0, 2), MakeBuffer("b", 62 * kMiB, 3, 6)},
+      {{"e", 20 * kMiB, "cuda:0", {2, 3}, false}});
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(plan.pools.size(), 2u);
+  EXPECT_EQ(plan.pools[plan.assignments[0].pool].size, 62 * kMiB);
+  DevicePeaks peaks = PeaksOf(problem, plan);
+  EXPECT_EQ(peaks.predicted, 62 * kMiB);
+  EXPECT_EQ(peaks.predicted_reserved, 62 * kMiB);
+  EXPECT_EQ(peaks.baseline_reserved, 112 * kMiB);
+  // Pool mode none: a pool is never larger than its largest buffer.
+  problem.pool_mode = PoolMode::kNone;
+  const Plan none = PlanAndValidate(PartitionPlanner(), problem);
+  EXPECT_EQ(none.pools[none.assignments[0].pool].size, 50 * kMiB);
+  EXPECT_EQ(PeaksOf(problem, none).predicted_reserved, 112 * kMiB);
+}
+
 //   a (600) [0, 2), then b (400) beside e (500) [2, 4). In a's pool, b
 //   holds 600 bytes beside e: 1100 at 2, above the 900 of one pool per
 //   buffer, so two pools. With 1000 bytes of an input freed at 1, a's

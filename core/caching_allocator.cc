@@ -1,0 +1,142 @@
+#include "core/caching_allocator.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+namespace memplan {
+
+Bytes CachingAllocatorModel::RoundSize(Bytes size) {
+  return AlignUp(std::max<Bytes>(size, 1), kMinBlockSize);
+}
+
+Bytes CachingAllocatorModel::SegmentSize(Bytes rounded) {
+  if (rounded <= kSmallSize) return kSmallBuffer;
+  if (rounded < kMinLargeAlloc) return kLargeBuffer;
+  return AlignUp(rounded, kRoundLarge);
+}
+
+void CachingAllocatorModel::Insert(int32_t b) {
+  const Block& block = blocks_[b];
+  PoolOf(block).emplace(block.size, block.address, b);
+}
+
+void CachingAllocatorModel::Erase(int32_t b) {
+  const Block& block = blocks_[b];
+  PoolOf(block).erase({block.size, block.address, b});
+}
+
+int32_t CachingAllocatorModel::NewSegment(Bytes size, bool small) {
+  Block block;
+  block.address = next_address_;
+  block.size = size;
+  block.small = small;
+  next_address_ += size;
+  blocks_.push_back(block);
+  return static_cast<int32_t>(blocks_.size()) - 1;
+}
+
+int32_t CachingAllocatorModel::Adopt(Bytes size) {
+  const Bytes rounded = RoundSize(size);
+  const int32_t b = NewSegment(rounded, rounded <= kSmallSize);
+  blocks_[b].in_use = true;
+  return b;
+}
+
+int32_t CachingAllocatorModel::Malloc(Bytes size) {
+  const Bytes rounded = RoundSize(size);
+  const bool small = rounded <= kSmallSize;
+  FreeSet& pool = small ? small_ : large_;
+  int32_t b = -1;
+  auto it = pool.lower_bound({rounded, std::numeric_limits<Bytes>::min(),
+                              std::numeric_limits<int32_t>::min()});
+  created_segment_ = it == pool.end();
+  if (created_segment_) {
+    const Bytes segment = SegmentSize(rounded);
+    b = NewSegment(segment, small);
+    stats_.reserved += segment;
+    ++stats_.segments;
+  } else {
+    b = std::get<2>(*it);
+    pool.erase(it);
+  }
+  // Split off the rest when it is worth keeping (should_split).
+  const Bytes rest = blocks_[b].size - rounded;
+  if (small ? rest >= kMinBlockSize : rest > kSmallSize) {
+    Block remainder;
+    remainder.address = blocks_[b].address + rounded;
+    remainder.size = rest;
+    remainder.small = small;
+    remainder.prev = b;
+    remainder.next = blocks_[b].next;
+    blocks_.push_back(remainder);
+    const auto r = static_cast<int32_t>(blocks_.size()) - 1;
+    if (blocks_[r].next >= 0) blocks_[blocks_[r].next].prev = r;
+    blocks_[b].next = r;
+    blocks_[b].size = rounded;
+    Insert(r);
+  }
+  blocks_[b].in_use = true;
+  stats_.allocated += blocks_[b].size;
+  stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+  return b;
+}
+
+void CachingAllocatorModel::Free(int32_t handle) {
+  Block& block = blocks_[handle];
+  block.in_use = false;
+  stats_.allocated -= block.size;
+  // Merge with free neighbours (try_merge_blocks): the block absorbs them.
+  const int32_t prev = block.prev;
+  if (prev >= 0 && !blocks_[prev].in_use) {
+    Erase(prev);
+    block.address = blocks_[prev].address;
+    block.size += blocks_[prev].size;
+    block.prev = blocks_[prev].prev;
+    if (block.prev >= 0) blocks_[block.prev].next = handle;
+    blocks_[prev] = Block{};
+  }
+  const int32_t next = block.next;
+  if (next >= 0 && !blocks_[next].in_use) {
+    Erase(next);
+    block.size += blocks_[next].size;
+    block.next = blocks_[next].next;
+    if (block.next >= 0) blocks_[block.next].prev = handle;
+    blocks_[next] = Block{};
+  }
+  Insert(handle);
+}
+
+AllocatorReplay ReplayCachingAllocator(const std::vector<MemoryBlock>& blocks) {
+  AllocatorReplay replay;
+  replay.created_segment.assign(blocks.size(), false);
+  CachingAllocatorModel model;
+  // (position, 0 = free / 1 = allocate, block index).
+  std::vector<std::tuple<int64_t, int, size_t>> events;
+  events.reserve(2 * blocks.size());
+  std::vector<int32_t> handles(blocks.size(), -1);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const MemoryBlock& b = blocks[i];
+    if (b.size <= 0 || b.begin >= b.end) continue;
+    if (b.freed_input) {
+      handles[i] = model.Adopt(b.size);
+      events.emplace_back(b.begin, 0, i);
+      continue;
+    }
+    events.emplace_back(b.begin, 1, i);
+    if (b.end != kNeverFreed) events.emplace_back(b.end, 0, i);
+  }
+  std::sort(events.begin(), events.end());
+  for (const auto& [position, allocate, i] : events) {
+    if (allocate == 1) {
+      handles[i] = model.Malloc(blocks[i].size);
+      replay.created_segment[i] = model.created_segment();
+    } else {
+      model.Free(handles[i]);
+    }
+  }
+  replay.stats = model.stats();
+  return replay;
+}
+
+}  // namespace memplan

@@ -1,0 +1,123 @@
+// The caching-allocator model: size classes, best fit, splitting, merging,
+// and replays of whole-graph blocks.
+#include "core/caching_allocator.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memplan {
+namespace {
+
+constexpr Bytes kMiB = Bytes{1} << 20;
+
+TEST(CachingAllocatorModelTest, SegmentSizesFollowTheSizeClasses) {
+  EXPECT_EQ(CachingAllocatorModel::RoundSize(1), 512);
+  EXPECT_EQ(CachingAllocatorModel::RoundSize(513), 1024);
+  EXPECT_EQ(CachingAllocatorModel::SegmentSize(512), 2 * kMiB);
+  EXPECT_EQ(CachingAllocatorModel::SegmentSize(kMiB), 2 * kMiB);
+  EXPECT_EQ(CachingAllocatorModel::SegmentSize(kMiB + 512), 20 * kMiB);
+  EXPECT_EQ(CachingAllocatorModel::SegmentSize(10 * kMiB - 512), 20 * kMiB);
+  EXPECT_EQ(CachingAllocatorModel::SegmentSize(10 * kMiB), 10 * kMiB);
+  EXPECT_EQ(CachingAllocatorModel::SegmentSize(11 * kMiB), 12 * kMiB);
+}
+
+TEST(CachingAllocatorModelTest, SmallRequestsShareATwoMiBSegment) {
+  CachingAllocatorModel model;
+  const int32_t a = model.Malloc(1000);  // 1024 bytes of a new 2 MiB segment
+  EXPECT_TRUE(model.created_segment());
+  model.Malloc(3000);  // 3072 bytes split from the rest
+  EXPECT_FALSE(model.created_segment());
+  EXPECT_EQ(model.stats().allocated, 1024 + 3072);
+  EXPECT_EQ(model.stats().reserved, 2 * kMiB);
+  model.Free(a);
+  EXPECT_EQ(model.stats().allocated, 3072);
+  EXPECT_EQ(model.stats().peak_allocated, 1024 + 3072);
+  EXPECT_EQ(model.stats().segments, 1);
+}
+
+TEST(CachingAllocatorModelTest, MidSizedRequestsShareATwentyMiBSegment) {
+  CachingAllocatorModel model;
+  model.Malloc(3 * kMiB);
+  model.Malloc(5 * kMiB);
+  model.Malloc(11 * kMiB);  // 12 MiB left: fits, rest 1 MiB stays with it
+  EXPECT_FALSE(model.created_segment());
+  // The rest (1 MiB) was not split off: the block counts 12 MiB allocated.
+  EXPECT_EQ(model.stats().allocated, 20 * kMiB);
+  EXPECT_EQ(model.stats().reserved, 20 * kMiB);
+  model.Malloc(2 * kMiB);  // nothing free: a new 20 MiB segment
+  EXPECT_TRUE(model.created_segment());
+  EXPECT_EQ(model.stats().reserved, 40 * kMiB);
+}
+
+TEST(CachingAllocatorModelTest, ALargerLaterPoolCannotUseASmallerFreedOne) {
+  CachingAllocatorModel model;
+  model.Free(model.Malloc(50 * kMiB));
+  model.Malloc(62 * kMiB);
+  EXPECT_TRUE(model.created_segment());
+  EXPECT_EQ(model.stats().reserved, 112 * kMiB);
+  EXPECT_EQ(model.stats().peak_allocated, 62 * kMiB);
+  // The other way round, the smaller one is carved from the freed larger.
+  CachingAllocatorModel other;
+  other.Free(other.Malloc(62 * kMiB));
+  other.Malloc(50 * kMiB);
+  EXPECT_FALSE(other.created_segment());
+  EXPECT_EQ(other.stats().reserved, 62 * kMiB);
+}
+
+TEST(CachingAllocatorModelTest, BestFitTakesTheSmallestBlockThatFits) {
+  CachingAllocatorModel model;
+  const int32_t a = model.Malloc(30 * kMiB);
+  const int32_t b = model.Malloc(12 * kMiB);
+  const int32_t c = model.Malloc(20 * kMiB);
+  model.Free(a);
+  model.Free(c);
+  // 12 MiB in use; 30 and 20 MiB cached. 14 MiB goes in the 20 MiB one,
+  // then 25 MiB still fits the 30 MiB one.
+  model.Malloc(14 * kMiB);
+  EXPECT_FALSE(model.created_segment());
+  model.Malloc(25 * kMiB);
+  EXPECT_FALSE(model.created_segment());
+  EXPECT_EQ(model.stats().reserved, 62 * kMiB);
+  model.Free(b);
+}
+
+TEST(CachingAllocatorModelTest, FreedNeighboursMergeWithinASegment) {
+  CachingAllocatorModel model;
+  const int32_t a = model.Malloc(2 * kMiB);  // a 20 MiB segment
+  const int32_t b = model.Malloc(3 * kMiB);
+  const int32_t c = model.Malloc(4 * kMiB);
+  model.Free(a);
+  model.Free(c);  // merges with the 11 MiB rest after it
+  model.Free(b);  // merges with both: the whole segment is free again
+  model.Malloc(20 * kMiB);
+  EXPECT_FALSE(model.created_segment());
+  EXPECT_EQ(model.stats().reserved, 20 * kMiB);
+}
+
+TEST(ReplayCachingAllocatorTest, FreesComeBeforeAllocationsAtAPosition) {
+  // A freed at 2, B allocated at 2: B reuses A's segment.
+  const std::vector<MemoryBlock> blocks = {{0, 2, 40 * kMiB},
+                                           {2, 5, 40 * kMiB}};
+  const AllocatorReplay replay = ReplayCachingAllocator(blocks);
+  EXPECT_EQ(replay.stats.reserved, 40 * kMiB);
+  EXPECT_EQ(replay.created_segment, (std::vector<bool>{true, false}));
+}
+
+TEST(ReplayCachingAllocatorTest, AFreedInputIsReusableButNotReserved) {
+  const std::vector<MemoryBlock> blocks = {
+      {1, kNeverFreed, 30 * kMiB, /*freed_input=*/true},
+      {2, 4, 24 * kMiB},  // carved from the input's freed block
+      {3, 6, 12 * kMiB},  // 6 MiB left there: a new 12 MiB segment
+      {4, 5, 0},          // nothing
+      {5, 5, 8 * kMiB}};  // an empty range: nothing
+  const AllocatorReplay replay = ReplayCachingAllocator(blocks);
+  EXPECT_EQ(replay.stats.reserved, 12 * kMiB);
+  EXPECT_EQ(replay.stats.segments, 1);
+  EXPECT_EQ(replay.stats.peak_allocated, 6 * kMiB);  // 24 + 12 - 30
+  EXPECT_EQ(replay.created_segment,
+            (std::vector<bool>{false, false, true, false, false}));
+}
+
+}  // namespace
+}  // namespace memplan
