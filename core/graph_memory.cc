@@ -74,6 +74,17 @@ MemoryBlock BlockOf(const UnplannedBuffer& buffer) {
                      buffer.size};
 }
 
+// The allocated peak of `blocks`: with the CUDA caching allocator's block
+// (512 bytes), the model's (`replay`: a block whose rest the allocator
+// does not split off counts whole), else PeakAboveEntry's.
+Bytes AllocatedPeak(const std::vector<MemoryBlock>& blocks, Bytes block,
+                    const CachingAllocatorStats& replay) {
+  if (block == CachingAllocatorModel::kMinBlockSize) {
+    return replay.peak_allocated;
+  }
+  return PeakAboveEntry(blocks, block);
+}
+
 }  // namespace
 
 GraphTimeline TimelineOfBuffers(const Problem& problem) {
@@ -160,14 +171,16 @@ std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
   for (const DeviceMemory& device : predicted) {
     DevicePeaks peak;
     peak.device = device.device;
-    peak.predicted = PeakAboveEntry(device.blocks, block);
-    peak.predicted_reserved =
-        ReplayCachingAllocator(device.blocks).stats.reserved;
+    const CachingAllocatorStats with_pools =
+        ReplayCachingAllocator(device.blocks).stats;
+    peak.predicted = AllocatedPeak(device.blocks, block, with_pools);
+    peak.predicted_reserved = with_pools.reserved;
     for (const DeviceMemory& other : timeline.baseline) {
       if (other.device == device.device) {
-        peak.baseline = PeakAboveEntry(other.blocks, block);
-        peak.baseline_reserved =
-            ReplayCachingAllocator(other.blocks).stats.reserved;
+        const CachingAllocatorStats without =
+            ReplayCachingAllocator(other.blocks).stats;
+        peak.baseline = AllocatedPeak(other.blocks, block, without);
+        peak.baseline_reserved = without.reserved;
       }
     }
     for (const DeviceMemory& other : bound) {

@@ -18,7 +18,9 @@
 //
 // The model counts allocations as a caching allocator does: each one
 // rounded up to the allocator's block (PyTorch's CUDA caching allocator:
-// 512 bytes), a pool as one allocation. Positions are the wrapper's events
+// 512 bytes; with that block, replayed through core/caching_allocator.h,
+// which also counts the rests it does not split off), a pool as one
+// allocation. Positions are the wrapper's events
 // (with events: after each event) or the plan's timesteps (with buffers:
 // frees at t before allocations at t); a block is allocated over the
 // half-open [begin, end) of positions. docs/DESIGN.md, "Whole-graph
@@ -167,13 +169,16 @@ GraphTimeline TimelineOfBuffers(const Problem& problem);
 std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
                                      const GraphTimeline& timeline);
 
-// Returns, per device (the timeline's order), PeakAboveEntry of
-// PlanMemory (predicted) and of the baseline, allocations rounded up to
-// problem.allocator_block bytes, and the lower bound of the predicted peak
-// (the unplanned blocks rounded, each buffer's size as it is, over its
-// span; a buffer that is no output and never freed counts nowhere: a plan
-// may reuse its bytes after its live range), and the reserved bytes of both
-// (ReplayCachingAllocator's, core/caching_allocator.h).
+// Returns, per device (the timeline's order), the allocated peak of
+// PlanMemory (predicted) and of the baseline: with problem.allocator_block
+// 512 (CUDA's), the peak_allocated of ReplayCachingAllocator (a block whose
+// rest the allocator does not split off counts whole), else PeakAboveEntry
+// with allocations rounded up to problem.allocator_block; the lower bound
+// of the predicted peak (the unplanned blocks rounded, each buffer's size
+// as it is, over its span; a buffer that is no output and never freed
+// counts nowhere: a plan may reuse its bytes after its live range), and the
+// reserved bytes of both (ReplayCachingAllocator's,
+// core/caching_allocator.h).
 std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
                                          const Plan& plan,
                                          const GraphTimeline& timeline);

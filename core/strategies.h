@@ -29,7 +29,9 @@ namespace memplan {
 //   7: strategy "partition" weighs the caching allocator's reserved bytes
 //      (core/caching_allocator.h): pools capped or one per buffer where
 //      that reserves less, pools padded so that a later larger pool reuses
-//      their segment; responses carry predicted/baseline reserved bytes.
+//      their segment; responses carry predicted/baseline reserved bytes,
+//      and with the default 512-byte block the allocated peaks are the
+//      allocator model's (unsplit rests counted).
 inline constexpr uint32_t kPlannerVersion = 7;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners

@@ -188,9 +188,17 @@ class DevicePartition {
       blocks.push_back(MemoryBlock{axis_.Position(pool.hull_begin),
                                    axis_.Position(pool.hull_end), pool.height});
     }
-    peak_ = axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots());
+    // The peak as the whole-graph stats count it (core/graph_memory.h
+    // WholeGraphPeaks): the allocator model's with CUDA's 512-byte block,
+    // else the rounded bytes of the tree.
+    const bool cuda = block_ == CachingAllocatorModel::kMinBlockSize;
+    auto measure = [&](const AllocatorReplay& replay) {
+      reserved_ = replay.stats.reserved;
+      peak_ = cuda ? replay.stats.peak_allocated
+                   : (axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots()));
+    };
     AllocatorReplay replay = ReplayCachingAllocator(blocks);
-    reserved_ = replay.stats.reserved;
+    measure(replay);
     // Pool mode none: a pool is never larger than its largest buffer.
     if (problem_.pool_mode == PoolMode::kNone) return absl::OkStatus();
     std::vector<int32_t> order(pools_.size());
@@ -231,12 +239,13 @@ class DevicePartition {
         const Bytes size = blocks[first + q].size;
         blocks[first + q].size = need;
         AllocatorReplay trial = ReplayCachingAllocator(blocks);
-        if (trial.stats.reserved < replay.stats.reserved) {
+        if (trial.stats.reserved < replay.stats.reserved &&
+            (!cuda || trial.stats.peak_allocated <=
+                          std::max(replay.stats.peak_allocated, target_))) {
           tree_.Add(pool.hull_begin, pool.hull_end, raise);
           pools_[q].padded = need;
           replay = std::move(trial);
-          reserved_ = replay.stats.reserved;
-          peak_ = tree_.Max(0, axis_.slots());
+          measure(replay);
           break;
         }
         blocks[first + q].size = size;
@@ -246,8 +255,8 @@ class DevicePartition {
   }
 
   const std::vector<PoolState>& pools() const { return pools_; }
-  // The predicted peak of the pools built (bytes above the entry), as
-  // ShareSegments leaves them.
+  // The predicted peak of the pools built (bytes above the entry, as
+  // WholeGraphPeaks counts it), as ShareSegments leaves them.
   Bytes peak() const { return peak_; }
   // The reserved bytes the allocator model replays for them (set by
   // ShareSegments).

@@ -69,17 +69,18 @@ constexpr char kCombinedForwardPool[] =
     "`del` of each frees nothing until the last), but even with no input "
     "freed the prediction stays under the measurement on most of these "
     "graphs: not fully diagnosed";
+constexpr char kCachedBlocks[] =
+    "the caching-allocator model starts from an empty cache; at a backward "
+    "graph's entry the forward's freed blocks are cached, so the GPU splits "
+    "a request from a cached block where the model takes a new segment and "
+    "counts its unsplit rest (the model predicts more)";
 constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
 
 constexpr KnownGap kKnownGaps[] = {
     {"resnet18.inference.0", 0.15, kCudnnWorkspace},
-    {"resnet50.inference.0", 0.03, kCudnnWorkspace},
-    {"mobilenet_v3_large.inference.0", 0.03, kCudnnWorkspace},
-    {"resnet18.training.0", 0.02, kCudnnWorkspace},
     {"mobilenet_v3_large.training.0", 0.04, kCudnnWorkspace},
-    {"efficientnet_b0.training.0", 0.03, kCudnnWorkspace},
-    {"resnet18.training.1", 1.17, kConvBackward},
-    {"resnet50.training.1", 0.97, kConvBackward},
+    {"resnet18.training.1", 1.25, kConvBackward},
+    {"resnet50.training.1", 1.1, kConvBackward},
     {"densenet121.training.1", 0.85, kConvBackward},
     {"mobilenet_v3_large.training.1", 0.47, kConvBackward},
     {"efficientnet_b0.training.1", 0.11, kCombinedForwardPool},
@@ -87,10 +88,10 @@ constexpr KnownGap kKnownGaps[] = {
     {"vit_b_16.training.1", 0.13, kCombinedForwardPool},
     {"gpt2.training.1", 0.18, kCombinedForwardPool},
     {"llama.training.1", 0.16, kCombinedForwardPool},
+    {"bert.training.1", 0.02, kCachedBlocks},
     // t5's backward graphs, in call order (the last forward's first).
     {"t5.training.4", 0.03, kUndiagnosed},
     {"t5.training.5", 0.25, kUndiagnosed},
-    {"t5.training.6", 0.03, kUndiagnosed},
     {"t5.training.7", 0.04, kUndiagnosed},
 };
 
@@ -226,41 +227,74 @@ TEST_F(WholeGraphGpuTest, PredictedAndBaselinePeaksAreWhatTheGpuMeasured) {
   }
 }
 
+// The partition planner minimizes rounded bytes (core/partition), the
+// stats count blocks as the caching-allocator model splits them
+// (core/graph_memory.h): a pool whose segment's rest is 1 MiB or less
+// holds it whole, which partition's one-pool-per-output pools can pay where
+// the baseline's reused blocks or combined's one pool do not. So partition
+// stays within kSlack of the baseline and of the modes' plans (measured on
+// these graphs: at most 0.03% above the baseline, 0.8% above combined; the
+// counts of graphs above are printed).
+constexpr double kSlack = 1.0 / 256;
+
+bool Within(int64_t value, int64_t reference) {
+  return static_cast<double>(value) <=
+         static_cast<double>(reference) * (1 + kSlack);
+}
+
 TEST_F(WholeGraphGpuTest, PartitionPredictsNoMoreThanBaselineOrTheModes) {
+  int above_baseline = 0, above_modes = 0, more_reserved = 0;
   for (const CapturedGraph& graph : *graphs_) {
     const v1::PlanMemoryResponse partition = PlanAs(graph, "partition");
     const v1::PlanStats& stats = partition.stats();
     EXPECT_EQ(stats.planner(), "partition") << graph.name;
-    EXPECT_LE(stats.predicted_peak_bytes(), stats.baseline_peak_bytes())
-        << graph.name;
+    EXPECT_TRUE(
+        Within(stats.predicted_peak_bytes(), stats.baseline_peak_bytes()))
+        << graph.name << ": " << stats.predicted_peak_bytes() << " B against "
+        << stats.baseline_peak_bytes();
+    above_baseline +=
+        stats.predicted_peak_bytes() > stats.baseline_peak_bytes();
     EXPECT_LE(stats.predicted_peak_lower_bound_bytes(),
               stats.predicted_peak_bytes())
         << graph.name;
     // The modes that keep outputs in pools of their own, as partition does.
     for (const char* mode : {"intermediates", "none"}) {
-      EXPECT_LE(stats.predicted_peak_bytes(),
-                PlanAs(graph, mode).stats().predicted_peak_bytes())
-          << graph.name << " against pool mode " << mode;
+      const int64_t theirs = PlanAs(graph, mode).stats().predicted_peak_bytes();
+      EXPECT_TRUE(Within(stats.predicted_peak_bytes(), theirs))
+          << graph.name << " against pool mode " << mode << ": "
+          << stats.predicted_peak_bytes() << " B against " << theirs;
+      above_modes += stats.predicted_peak_bytes() > theirs;
     }
+    // Combined packs the outputs with the intermediates in one pool, where
+    // partition's output pools each may hold a rest the allocator does not
+    // split off (at most 1 MiB): at most that much per pool more.
+    EXPECT_LE(stats.predicted_peak_bytes(),
+              PlanAs(graph, "combined").stats().predicted_peak_bytes() +
+                  (int64_t{1} << 20) * partition.pools_size())
+        << graph.name << " against pool mode combined";
     // In pool mode none (no pool grows past its first buffer) auto
-    // partitions too: never above the baseline, nor above the pools of
+    // partitions too: within kSlack of the baseline and of the pools of
     // least bytes in that mode.
     const v1::PlanStats none = PlanAs(graph, "partition_none").stats();
     EXPECT_EQ(none.planner(), "partition") << graph.name;
-    EXPECT_LE(none.predicted_peak_bytes(), none.baseline_peak_bytes())
+    EXPECT_TRUE(Within(none.predicted_peak_bytes(), none.baseline_peak_bytes()))
         << graph.name;
-    EXPECT_LE(none.predicted_peak_bytes(),
-              PlanAs(graph, "none").stats().predicted_peak_bytes())
+    EXPECT_TRUE(Within(none.predicted_peak_bytes(),
+                       PlanAs(graph, "none").stats().predicted_peak_bytes()))
         << graph.name;
-    // Combined packs the outputs with the intermediates, so each of its
-    // pools is rounded up to the allocator block once where partition's
-    // output pools are rounded one by one: at most one block per pool more.
-    const int64_t block = 512;  // PlanOptions.allocator_block_bytes default
-    EXPECT_LE(stats.predicted_peak_bytes(),
-              PlanAs(graph, "combined").stats().predicted_peak_bytes() +
-                  block * partition.pools_size())
-        << graph.name << " against pool mode combined";
+    // Reserved bytes: reported, not bounded (the candidates partition
+    // chooses among need not include one at the baseline's).
+    for (const v1::PlanStats* planned : {&stats, &none}) {
+      more_reserved += planned->predicted_reserved_bytes() >
+                       planned->baseline_reserved_bytes();
+    }
   }
+  std::printf(
+      "partition above the baseline on %d graphs, above a mode's plan %d "
+      "times (within %.2f%%); more reserved bytes than the baseline's on %d "
+      "of %zu plans (modes intermediates and none)\n",
+      above_baseline, above_modes, 100 * kSlack, more_reserved,
+      2 * graphs_->size());
 }
 
 }  // namespace
