@@ -827,7 +827,13 @@ def run_worker(args):
         m["segments_mib"] = [round(s / 2**20, 1) for s in segments]
         m["segments_added"] = torch.cuda.memory_stats().get(
             "segment.all.allocated", 0) - segments_before
-        # One step with every graph's peak above its entry.
+        # One step with every graph's peak above its entry, after
+        # empty_cache too, so that each graph's reserved growth is its own
+        # from the step's cold cache (as the service's allocator model
+        # starts; before 2026-11-27 this step ran warm and read 0).
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
         calls.calls = []
         calls.measuring = True
         out = step(fn)
