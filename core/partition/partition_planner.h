@@ -32,7 +32,25 @@
 // own) keeps every position at or below T; else it opens a pool. Range
 // additions and maxima over the positions (core/range_max_tree.h) make each
 // trial O(log n), so a graph of n buffers takes O(n k log n) for k trial
-// pools per buffer (at most kTrialPools).
+// pools per buffer (at most kTrialPools), per candidate below (at most 6),
+// plus at most 33 allocator replays of O(m log m) for m blocks.
+//
+// The reserved bytes: a pool the caching allocator cannot serve from its
+// cached blocks takes a new segment, which the allocator keeps
+// (core/caching_allocator.h), so pools of growing sizes that live one after
+// another reserve their sum. The planner therefore builds each device's
+// pools several ways (candidates): as above; in mode `intermediates` with
+// pools capped at the largest intermediate (rounded to 2 MiB) and at 2, 4
+// and 8 times that, below the largest pool uncapped; and one pool per
+// buffer. In mode `intermediates` each candidate then pads, for a pool that
+// takes a new segment, a smaller pool released before it to its size
+// (at most kPadTrials tried per pool, 32 replays per device), where the
+// padding keeps every position at or below T and the allocator model
+// reserves less. Of the candidates whose predicted peak (as the stats count
+// it: with the 512-byte block, the allocator model's) is within 1/256 of
+// the lowest, those whose reserved bytes are within 1/32 (at least 2 MiB)
+// of the least, it keeps the one with the fewest pools. Mode `none` pads
+// nothing (a pool is never larger than its largest buffer).
 //
 // Pool modes `intermediates` and `none`: each output keeps a pool of its
 // own (the caller frees outputs independently, as both modes require); a
