@@ -437,6 +437,26 @@ def mib(value):
     return "" if value is None else f"{value / 2**20:.1f}"
 
 
+def per_graph_table(results, memplan, measured, baseline, predicted):
+    """Markdown rows, per compiled graph: default's `measured` (its key
+    prefixed "default_") / the service's `baseline`, then each memplan
+    configuration's `measured` / `predicted` (MiB)."""
+    lines = ["| model | mode | graph | default: measured / baseline | "
+             + " | ".join(f"{c}: measured / predicted" for c in memplan)
+             + " |", "| --- | --- | --- | --- |" + " --- |" * len(memplan)]
+    for r in results:
+        for g in r.get("graphs", []):
+            cells = [f"{mib(g.get('default_' + measured))} / "
+                     f"{mib(g.get(baseline))}"]
+            for c in memplan:
+                m = g.get(c, {})
+                cells.append(f"{mib(m.get(measured))} / "
+                             f"{mib(m.get(predicted))}")
+            lines.append(f"| {r['model']} | {r['mode']} | {g['index']} "
+                         f"{g.get('phase', '')} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(results, configs):
     """The suite's tables: per model and mode, each configuration's peak
     allocated / peak reserved (MiB above the step's start), allocator
@@ -464,36 +484,14 @@ def markdown(results, configs):
               "default measured / service baseline; memplan measured / "
               "service predicted, per pool mode", ""]
     memplan = [c for c in configs if c.startswith("memplan_")]
-    lines += ["| model | mode | graph | default: measured / baseline | "
-              + " | ".join(f"{c}: measured / predicted" for c in memplan)
-              + " |", "| --- | --- | --- | --- |" + " --- |" * len(memplan)]
-    for r in results:
-        for g in r.get("graphs", []):
-            cells = [f"{mib(g.get('default_measured'))} / "
-                     f"{mib(g.get('baseline'))}"]
-            for c in memplan:
-                m = g.get(c, {})
-                cells.append(f"{mib(m.get('measured'))} / "
-                             f"{mib(m.get('predicted'))}")
-            lines.append(f"| {r['model']} | {r['mode']} | {g['index']} "
-                         f"{g.get('phase', '')} | " + " | ".join(cells) + " |")
+    lines += per_graph_table(results, memplan, "measured", "baseline",
+                             "predicted")
     lines += ["", "Per compiled graph, reserved (MiB above the graph's "
               "entry; the service's caching-allocator model starts from an "
               "empty cache): default measured / service baseline_reserved; "
               "memplan measured / service predicted_reserved", ""]
-    lines += ["| model | mode | graph | default: measured / baseline | "
-              + " | ".join(f"{c}: measured / predicted" for c in memplan)
-              + " |", "| --- | --- | --- | --- |" + " --- |" * len(memplan)]
-    for r in results:
-        for g in r.get("graphs", []):
-            cells = [f"{mib(g.get('default_measured_reserved'))} / "
-                     f"{mib(g.get('baseline_reserved'))}"]
-            for c in memplan:
-                m = g.get(c, {})
-                cells.append(f"{mib(m.get('measured_reserved'))} / "
-                             f"{mib(m.get('predicted_reserved'))}")
-            lines.append(f"| {r['model']} | {r['mode']} | {g['index']} "
-                         f"{g.get('phase', '')} | " + " | ".join(cells) + " |")
+    lines += per_graph_table(results, memplan, "measured_reserved",
+                             "baseline_reserved", "predicted_reserved")
     lines += ["", "Against default torch.compile, over the (model, mode) rows "
               "that both ran: geometric mean and worst of the ratio, and the "
               "rows at most +0.5% (step time: at most +5%)", ""]
