@@ -32,7 +32,11 @@ namespace memplan {
 //      their segment; responses carry predicted/baseline reserved bytes,
 //      and with the default 512-byte block the allocated peaks are the
 //      allocator model's (unsplit rests counted).
-inline constexpr uint32_t kPlannerVersion = 7;
+//   8: strategy "partition" keeps the fewest pools among its candidates
+//      near the lowest peak that reserve no more than default's (the
+//      baseline through the allocator model) or nearly the least, where
+//      version 7 kept the least reserved.
+inline constexpr uint32_t kPlannerVersion = 8;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

@@ -29,7 +29,7 @@ constexpr size_t kCheckEvery = 256;
 constexpr int kPadTrials = 4;
 constexpr int kMaxReplays = 32;
 // Pool caps tried (Shape::cap), and how close to the lowest peak a
-// candidate's peak must be (1/kPeakSlack of it) to win on reserved bytes.
+// candidate's peak must be (1/kPeakSlack of it) to be chosen.
 constexpr int kCaps = 4;
 constexpr Bytes kPeakSlack = 256;
 constexpr Bytes kReservedSlack = 32;
@@ -523,8 +523,8 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     }
     // The candidates: pools shaped several ways (Shapes), each planned and
     // replayed through the allocator model; the lowest peak wins, then
-    // (among peaks within kPeakSlack of it) the fewest reserved bytes, then
-    // the fewest pools, then the first.
+    // (among peaks within kPeakSlack of it, reserving no more than default
+    // or nearly the least) the fewest pools, then the first.
     const std::vector<int32_t>& buffers = buffers_of[device];
     std::vector<std::unique_ptr<DevicePartition>> candidates;
     std::vector<std::vector<Bytes>> candidate_offsets;
@@ -572,9 +572,10 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       }
     }
     // The candidates whose peak is within 1/kPeakSlack of the lowest; among
-    // them, those whose reserved bytes are within 1/kReservedSlack of the
-    // least (at least one large segment's rounding, 2 MiB); among those,
-    // the fewest pools (then the first).
+    // them, those whose reserved bytes are at most default torch.compile's
+    // (the baseline's, replayed through the same model) or within
+    // 1/kReservedSlack of the least (at least one large segment's rounding,
+    // 2 MiB); among those, the fewest pools (then the first).
     Bytes lowest_peak = std::numeric_limits<Bytes>::max();
     for (const auto& candidate : candidates) {
       lowest_peak = std::min(lowest_peak, candidate->peak());
@@ -588,13 +589,20 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
         least_reserved = std::min(least_reserved, candidate->reserved());
       }
     }
+    Bytes allowed_reserved =
+        least_reserved + std::max(CachingAllocatorModel::kRoundLarge,
+                                  least_reserved / kReservedSlack);
+    for (const DeviceMemory& memory : timeline->baseline) {
+      if (memory.device == device) {
+        allowed_reserved =
+            std::max(allowed_reserved,
+                     ReplayCachingAllocator(memory.blocks).stats.reserved);
+      }
+    }
     size_t chosen = candidates.size();
     for (size_t c = 0; c < candidates.size(); ++c) {
       const DevicePartition& candidate = *candidates[c];
-      if (!near_peak(candidate) ||
-          candidate.reserved() - least_reserved >
-              std::max(CachingAllocatorModel::kRoundLarge,
-                       least_reserved / kReservedSlack)) {
+      if (!near_peak(candidate) || candidate.reserved() > allowed_reserved) {
         continue;
       }
       if (chosen == candidates.size() ||

@@ -48,9 +48,12 @@
 // padding keeps every position at or below T and the allocator model
 // reserves less. Of the candidates whose predicted peak (as the stats count
 // it: with the 512-byte block, the allocator model's) is within 1/256 of
-// the lowest, those whose reserved bytes are within 1/32 (at least 2 MiB)
-// of the least, it keeps the one with the fewest pools. Mode `none` pads
-// nothing (a pool is never larger than its largest buffer).
+// the lowest, those whose reserved bytes are at most default
+// torch.compile's (the baseline replayed through the same model) or within
+// 1/32 (at least 2 MiB) of the least, it keeps the one with the fewest
+// pools: the peak first, the allocations second, and never more reserved
+// bytes than default's where a candidate reserves no more. Mode `none`
+// pads nothing (a pool is never larger than its largest buffer).
 //
 // Pool modes `intermediates` and `none`: each output keeps a pool of its
 // own (the caller frees outputs independently, as both modes require); a
