@@ -154,6 +154,12 @@ struct GraphTimeline {
   // each buffer group its own storage as its reuse pass hands them on,
   // the unplanned blocks included.
   std::vector<DeviceMemory> baseline;
+  // Per buffer group (parallel to spans): the group whose storage default
+  // torch.compile's reuse pass hands on to this one (a ReuseDecision,
+  // core/reference_decisions.h: the earlier group freed, this one
+  // allocated in its storage), or -1 (its own allocation). Empty when no
+  // group takes another's storage.
+  std::vector<int32_t> storage_from;
 };
 
 // Returns the timeline of a problem given as plain buffers, positions being

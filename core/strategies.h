@@ -35,7 +35,8 @@ namespace memplan {
 //   8: strategy "partition" keeps the fewest pools among its candidates
 //      near the lowest peak that reserve no more than default's (the
 //      baseline through the allocator model) or nearly the least, where
-//      version 7 kept the least reserved.
+//      version 7 kept the least reserved; new candidates: default's reuse
+//      chains as pools, alone and as the start of the sharing.
 inline constexpr uint32_t kPlannerVersion = 8;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners

@@ -212,6 +212,20 @@ GraphTimeline TimelineOfLines(const Problem& problem,
     for (int64_t i = 0; i < num_lines; ++i) {
       if (!IsMemoryPlanningLine(program.lines[i])) last_other = i;
     }
+    for (const ReuseDecision& decision : reuse) {
+      if (decision.allocation_line < 0 || decision.free_line < 0 ||
+          decision.allocation_line >= num_lines ||
+          decision.free_line >= num_lines) {
+        continue;
+      }
+      const int32_t to = lines.group_of_line[decision.allocation_line];
+      const int32_t from = lines.group_of_line[decision.free_line];
+      if (to < 0 || from < 0 || to == from) continue;
+      if (timeline.storage_from.empty()) {
+        timeline.storage_from.assign(num_groups, -1);
+      }
+      timeline.storage_from[to] = from;
+    }
     Storages storages(timeline.baseline);
     for (int64_t i = 0; i < num_lines; ++i) {
       const WrapperLine& line = program.lines[i];

@@ -39,8 +39,15 @@ struct Shape {
   // A pool grows (by a buffer on top) to at most this many bytes; a buffer
   // larger than it opens a pool of its own.
   Bytes cap = std::numeric_limits<Bytes>::max();
-  // Whether buffers share pools at all (false: one pool per buffer).
+  // Whether buffers share pools at all (false: one pool per buffer, or per
+  // chain below).
   bool share = true;
+  // Whether a buffer joins the pool of the group whose storage default
+  // torch.compile's reuse pass hands on to it (GraphTimeline::storage_from):
+  // without sharing, default's storages as pools (its peak, reserved bytes
+  // and allocator calls, but for the outputs, which keep pools of their
+  // own); with sharing, the chain first where it keeps the target.
+  bool reuse_chains = false;
 };
 
 // The positions of one device where the memory in use can change, sorted:
@@ -115,7 +122,8 @@ class DevicePartition {
         block_(problem.allocator_block),
         buffers_(std::move(buffers)),
         axis_(Points(timeline, unplanned, buffers_)),
-        tree_(InitialLoad(unplanned)) {
+        tree_(InitialLoad(unplanned)),
+        pool_of_(problem.buffers.size(), -1) {
     target_ = axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots());
   }
 
@@ -164,6 +172,7 @@ class DevicePartition {
         OpenPool(b, /*fixed=*/false);
       } else {
         pools_[pool].members.push_back(b);
+        pool_of_[b] = pool;
       }
       offsets[b] = 0;
     }
@@ -339,6 +348,7 @@ class DevicePartition {
     pool.fixed = fixed;
     pool.live.push_back(LiveItem{0, problem_.buffers[b].size,
                                  problem_.buffers[b].live_range.end});
+    pool_of_[b] = static_cast<int32_t>(pools_.size());
     pools_.push_back(std::move(pool));
     if (!fixed) MakeNewest(static_cast<int32_t>(pools_.size()) - 1);
   }
@@ -355,8 +365,9 @@ class DevicePartition {
   }
 
   // Where buffer b would go in pool p, or nullopt when that would raise
-  // some position above the target.
-  std::optional<Trial> Try(int32_t b, int32_t p) {
+  // some position above the target (unless `unbounded`) or break the pool
+  // mode's or the shape's bounds.
+  std::optional<Trial> Try(int32_t b, int32_t p, bool unbounded = false) {
     PoolState& pool = pools_[p];
     const Buffer& buffer = problem_.buffers[b];
     // Buffers whose live range has ended by b's begin no longer hold bytes.
@@ -391,15 +402,15 @@ class DevicePartition {
     const Bytes old_bytes = AllocatorBytes(pool.height, block_);
     const Bytes new_bytes = AllocatorBytes(trial.height, block_);
     const Bytes raise = new_bytes - old_bytes;
-    if (raise > 0 &&
+    if (!unbounded && raise > 0 &&
         tree_.Max(pool.hull_begin, pool.hull_end) + raise > target_) {
       return std::nullopt;
     }
-    if (trial.begin < pool.hull_begin &&
+    if (!unbounded && trial.begin < pool.hull_begin &&
         tree_.Max(trial.begin, pool.hull_begin) + new_bytes > target_) {
       return std::nullopt;
     }
-    if (pool.hull_end < trial.end &&
+    if (!unbounded && pool.hull_end < trial.end &&
         tree_.Max(pool.hull_end, trial.end) + new_bytes > target_) {
       return std::nullopt;
     }
@@ -409,7 +420,20 @@ class DevicePartition {
     return trial;
   }
 
-  // Places buffer b: in the pool where it costs least within the target,
+  // The pool of the group whose storage the reuse pass hands on to b,
+  // where the shape follows those chains and that pool takes buffers; else
+  // -1.
+  int32_t ChainPool(int32_t b) const {
+    if (!shape_.reuse_chains || timeline_.storage_from.empty()) return -1;
+    const int32_t from = timeline_.storage_from[b];
+    if (from < 0) return -1;
+    const int32_t pool = pool_of_[from];
+    return pool >= 0 && !pools_[pool].fixed ? pool : -1;
+  }
+
+  // Places buffer b: in its reuse chain's pool (ChainPool: without sharing
+  // whatever it costs, as default's storage; with sharing where it keeps
+  // the target), else in the pool where it costs least within the target,
   // else in a pool of its own.
   void Place(int32_t b, std::vector<Bytes>& offsets) {
     const Buffer& buffer = problem_.buffers[b];
@@ -418,8 +442,12 @@ class DevicePartition {
     const Bytes own = AllocatorBytes(PoolBytesOf(b), block_);
     tree_.Add(begin, end, -own);  // b's own pool, until it finds another
     std::optional<Trial> best;
+    if (const int32_t chain = ChainPool(b); chain >= 0) {
+      best = Try(b, chain, /*unbounded=*/!shape_.share);
+    }
     int tried = 0;
-    const int trials = shape_.share ? PartitionPlanner::kTrialPools : 0;
+    const int trials =
+        shape_.share && !best.has_value() ? PartitionPlanner::kTrialPools : 0;
     for (int32_t p = newest_; p >= 0 && tried < trials;
          p = pools_[p].older, ++tried) {
       std::optional<Trial> trial = Try(b, p);
@@ -444,6 +472,7 @@ class DevicePartition {
     pool.hull_begin = best->begin;
     pool.hull_end = best->end;
     pool.members.push_back(b);
+    pool_of_[b] = best->pool;
     const LiveItem item{best->offset, buffer.size, buffer.live_range.end};
     pool.live.insert(std::upper_bound(pool.live.begin(), pool.live.end(), item,
                                       [](const LiveItem& x, const LiveItem& y) {
@@ -465,7 +494,8 @@ class DevicePartition {
   Bytes reserved_ = 0;
   Bytes peak_ = 0;
   std::vector<PoolState> pools_;
-  int32_t newest_ = -1;  // the pool extended last (head of the list)
+  std::vector<int32_t> pool_of_;  // per problem buffer: its pool, or -1
+  int32_t newest_ = -1;           // the pool extended last (head of the list)
 };
 
 }  // namespace
@@ -564,6 +594,16 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
            ++i, cap *= 2) {
         shapes.push_back(Shape{cap, true});
       }
+    }
+    // Default torch.compile's storages as pools, alone and as the start of
+    // the sharing, where its reuse pass hands any storage on.
+    bool chains = false;
+    if (!timeline->storage_from.empty()) {
+      for (int32_t b : buffers) chains |= timeline->storage_from[b] >= 0;
+    }
+    if (chains) {
+      shapes.push_back(Shape{std::numeric_limits<Bytes>::max(), true, true});
+      shapes.push_back(Shape{std::numeric_limits<Bytes>::max(), false, true});
     }
     shapes.push_back(Shape{std::numeric_limits<Bytes>::max(), false});
     for (size_t i = 1; i < shapes.size(); ++i) {

@@ -32,8 +32,8 @@
 // own) keeps every position at or below T; else it opens a pool. Range
 // additions and maxima over the positions (core/range_max_tree.h) make each
 // trial O(log n), so a graph of n buffers takes O(n k log n) for k trial
-// pools per buffer (at most kTrialPools), per candidate below (at most 6),
-// plus at most 33 allocator replays of O(m log m) for m blocks.
+// pools per buffer (at most kTrialPools), per candidate below (at most 8),
+// plus at most 34 allocator replays of O(m log m) for m blocks.
 //
 // The reserved bytes: a pool the caching allocator cannot serve from its
 // cached blocks takes a new segment, which the allocator keeps
@@ -41,17 +41,20 @@
 // another reserve their sum. The planner therefore builds each device's
 // pools several ways (candidates): as above; in mode `intermediates` with
 // pools capped at the largest intermediate (rounded to 2 MiB) and at 2, 4
-// and 8 times that, below the largest pool uncapped; and one pool per
-// buffer. In mode `intermediates` each candidate then pads, for a pool that
-// takes a new segment, a smaller pool released before it to its size
-// (at most kPadTrials tried per pool, 32 replays per device), where the
-// padding keeps every position at or below T and the allocator model
-// reserves less. Of the candidates whose predicted peak (as the stats count
-// it: with the 512-byte block, the allocator model's) is within 1/256 of
-// the lowest, those whose reserved bytes are at most default
-// torch.compile's (the baseline replayed through the same model) or within
-// 1/32 (at least 2 MiB) of the least, it keeps the one with the fewest
-// pools: the peak first, the allocations second, and never more reserved
+// and 8 times that, below the largest pool uncapped; default
+// torch.compile's storages as pools (each chain of groups its reuse pass
+// hands one storage along, GraphTimeline::storage_from: its peak, reserved
+// bytes and allocator calls but for the outputs), alone and as the start
+// of the sharing above; and one pool per buffer. In mode `intermediates`
+// each candidate then pads, for a pool that takes a new segment, a smaller
+// pool released before it to its size (at most kPadTrials tried per pool,
+// 32 replays per device), where the padding keeps every position at or
+// below T and the allocator model reserves less. Of the candidates whose
+// predicted peak (as the stats count it: with the 512-byte block, the allocator
+// model's) is within 1/256 of the lowest, those whose reserved bytes are at
+// most default torch.compile's (the baseline replayed through the same model)
+// or within 1/32 (at least 2 MiB) of the least, it keeps the one with the
+// fewest pools: the peak first, the allocations second, and never more reserved
 // bytes than default's where a candidate reserves no more. Mode `none`
 // pads nothing (a pool is never larger than its largest buffer).
 //

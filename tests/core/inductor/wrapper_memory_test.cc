@@ -141,11 +141,14 @@ TEST(TimelineOfLinesTest, TheBaselineHoldsAStorageTheReusePassHandsOn) {
   const GraphTimeline timeline =
       TimelineOfLines(graph.problem, graph.program, graph.lines, {decision});
   EXPECT_THAT(timeline.baseline[0].blocks, ElementsAre(MemoryBlock{0, 6, 256}));
+  // b (group 1) takes a's (group 0) storage.
+  EXPECT_THAT(timeline.storage_from, ElementsAre(-1, 0));
   // Without the hand-over, two storages, one after the other.
   const GraphTimeline apart =
       TimelineOfLines(graph.problem, graph.program, graph.lines, {});
   EXPECT_THAT(apart.baseline[0].blocks,
               ElementsAre(MemoryBlock{0, 2, 256}, MemoryBlock{4, 6, 256}));
+  EXPECT_TRUE(apart.storage_from.empty());
 }
 
 TEST(TimelineOfLinesTest, AnExternOutputHandedToABufferLivesOnInTheBaseline) {

@@ -114,6 +114,34 @@ TEST(PartitionPlannerTest, AnInputFreedEarlyMakesRoomForALongerPool) {
   EXPECT_EQ(PeaksOf(problem, plan).predicted, 600);
 }
 
+//   a (100) [0, 2), e (extern, 25600) [2, 3), b (100) [3, 5); default's
+//   reuse pass hands a's storage on to b, holding it beside e (25700 at
+//   2). One pool per buffer peaks at 25600, and sharing a pool above it is
+//   refused: two pools. Default's storage as a pool (the reuse chain) is
+//   within 1/256 of that peak, reserves what default does and needs one
+//   allocation: the planner keeps it.
+TEST(PartitionPlannerTest, DefaultsReuseChainIsAPoolWhereItNearlyKeepsThePeak) {
+  const Problem problem =
+      WholeGraph({MakeBuffer("a", 100, 0, 2), MakeBuffer("b", 100, 3, 5)},
+                 {{"e", 25600, "cuda:0", {2, 3}, false}});
+  EXPECT_EQ(PlanAndValidate(PartitionPlanner(), problem).pools.size(), 2u);
+  GraphTimeline timeline = TimelineOfBuffers(problem);
+  timeline.storage_from = {-1, 0};
+  timeline.baseline[0].blocks = {MemoryBlock{0, 5, 100},
+                                 MemoryBlock{2, 3, 25600}};
+  PlanContext context;
+  context.timeline = &timeline;
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem, context);
+  ASSERT_EQ(plan.pools.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].offset, 0);
+  EXPECT_EQ(plan.assignments[1].offset, 0);
+  const std::vector<DevicePeaks> peaks =
+      WholeGraphPeaks(problem, plan, timeline);
+  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(peaks[0].predicted, 25700);
+  EXPECT_EQ(peaks[0].predicted, peaks[0].baseline);
+}
+
 TEST(PartitionPlannerTest, OutputsKeepPoolsOfTheirOwn) {
   const Problem problem = WholeGraph(
       {MakeBuffer("a", 64, 0, 2), MakeBuffer("out0", 64, 1, 5, true),
