@@ -77,10 +77,16 @@ constexpr char kCachedBlocks[] =
     "graph's entry the forward's freed blocks are cached, so the GPU splits "
     "a request from a cached block where the model takes a new segment and "
     "counts its unsplit rest (the model predicts more)";
+constexpr char kRunToRun[] =
+    "default torch.compile's measured peak moves from run to run with the "
+    "same request (densenet121 inference: 198.1 MB in runs H and I, 200.4 "
+    "MB in run L, docs/gpu.md): cuDNN's choice of algorithm and its "
+    "workspaces, which the lines do not show";
 constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
 
 constexpr KnownGap kKnownGaps[] = {
     {"resnet18.inference.0", 0.15, kCudnnWorkspace},
+    {"densenet121.inference.0", 0.02, kRunToRun},
     {"mobilenet_v3_large.training.0", 0.04, kCudnnWorkspace},
     {"resnet18.training.1", 1.25, kConvBackward},
     {"resnet50.training.1", 1.1, kConvBackward},
@@ -92,6 +98,10 @@ constexpr KnownGap kKnownGaps[] = {
     {"gpt2.training.1", 0.18, kCombinedForwardPool},
     {"llama.training.1", 0.16, kCombinedForwardPool},
     {"bert.training.1", 0.02, kCachedBlocks},
+    // Run L's backward graph of swin_t (Inductor compiled another one than
+    // in runs H and I: 2651 events, 2589 before) is predicted 3.3% under
+    // the measurement with the partition plan, the baseline 1.1% under.
+    {"swin_t.training.1", 0.04, kUndiagnosed},
     // t5's backward graphs, in call order (the last forward's first).
     {"t5.training.4", 0.03, kUndiagnosed},
     {"t5.training.5", 0.25, kUndiagnosed},
