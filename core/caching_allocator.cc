@@ -44,6 +44,7 @@ int32_t CachingAllocatorModel::Adopt(Bytes size) {
 }
 
 int32_t CachingAllocatorModel::Malloc(Bytes size) {
+  ++stats_.allocations;
   const Bytes rounded = RoundSize(size);
   const bool small = rounded <= kSmallSize;
   FreeSet& pool = small ? small_ : large_;

@@ -53,6 +53,9 @@ struct CachingAllocatorStats {
   Bytes peak_allocated = 0;  // the most of `allocated`, never below 0
   Bytes reserved = 0;        // bytes of the segments taken (never released)
   int64_t segments = 0;      // cudaMalloc calls
+  // Malloc calls: allocations requested (allocation.all.allocated in
+  // torch.cuda.memory_stats); adopted inputs are not counted.
+  int64_t allocations = 0;
 };
 
 class CachingAllocatorModel {

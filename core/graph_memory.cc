@@ -175,12 +175,14 @@ std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
         ReplayCachingAllocator(device.blocks).stats;
     peak.predicted = AllocatedPeak(device.blocks, block, with_pools);
     peak.predicted_reserved = with_pools.reserved;
+    peak.predicted_allocations = with_pools.allocations;
     for (const DeviceMemory& other : timeline.baseline) {
       if (other.device == device.device) {
         const CachingAllocatorStats without =
             ReplayCachingAllocator(other.blocks).stats;
         peak.baseline = AllocatedPeak(other.blocks, block, without);
         peak.baseline_reserved = without.reserved;
+        peak.baseline_allocations = without.allocations;
       }
     }
     for (const DeviceMemory& other : bound) {

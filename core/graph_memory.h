@@ -123,12 +123,20 @@ struct DevicePeaks {
   // pools and without them.
   Bytes predicted_reserved = 0;
   Bytes baseline_reserved = 0;
+  // The caching allocator's allocations (Malloc calls) while the graph
+  // runs, with the plan's pools (one per pool that allocates bytes, plus
+  // the unplanned blocks) and without them (default's storages plus the
+  // unplanned blocks); freed inputs count none.
+  int64_t predicted_allocations = 0;
+  int64_t baseline_allocations = 0;
 
   friend bool operator==(const DevicePeaks& a, const DevicePeaks& b) {
     return a.device == b.device && a.predicted == b.predicted &&
            a.baseline == b.baseline && a.lower_bound == b.lower_bound &&
            a.predicted_reserved == b.predicted_reserved &&
-           a.baseline_reserved == b.baseline_reserved;
+           a.baseline_reserved == b.baseline_reserved &&
+           a.predicted_allocations == b.predicted_allocations &&
+           a.baseline_allocations == b.baseline_allocations;
   }
 };
 
@@ -183,7 +191,7 @@ std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
 // of the predicted peak (the unplanned blocks rounded, each buffer's size
 // as it is, over its span; a buffer that is no output and never freed
 // counts nowhere: a plan may reuse its bytes after its live range), and the
-// reserved bytes of both (ReplayCachingAllocator's,
+// reserved bytes and allocations of both (ReplayCachingAllocator's,
 // core/caching_allocator.h).
 std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
                                          const Plan& plan,

@@ -629,6 +629,12 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
                                         peaks.predicted_reserved);
     stats->set_baseline_reserved_bytes(stats->baseline_reserved_bytes() +
                                        peaks.baseline_reserved);
+    device->set_predicted_allocations(peaks.predicted_allocations);
+    device->set_baseline_allocations(peaks.baseline_allocations);
+    stats->set_predicted_allocations(stats->predicted_allocations() +
+                                     peaks.predicted_allocations);
+    stats->set_baseline_allocations(stats->baseline_allocations() +
+                                    peaks.baseline_allocations);
     stats->set_predicted_peak_bytes(stats->predicted_peak_bytes() +
                                     peaks.predicted);
     stats->set_baseline_peak_bytes(stats->baseline_peak_bytes() +

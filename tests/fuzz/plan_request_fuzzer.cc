@@ -129,16 +129,23 @@ void CheckResponse(const v1::PlanMemoryRequest& request,
             request);
   }
   // The whole-graph peaks: 0 <= lower bound <= predicted, baseline >= 0,
-  // reserved bytes >= 0, per device and summed over the devices.
+  // reserved bytes >= 0, allocations >= 0 (with pools at most the pools
+  // plus default's, which include every unplanned one), per device and
+  // summed over the devices.
   int64_t predicted = 0, baseline = 0, lower_bound = 0;
   int64_t predicted_reserved = 0, baseline_reserved = 0;
+  int64_t predicted_allocations = 0, baseline_allocations = 0;
   for (const v1::DeviceStats& device : stats.devices()) {
     if (!(0 <= device.predicted_peak_lower_bound_bytes() &&
           device.predicted_peak_lower_bound_bytes() <=
               device.predicted_peak_bytes() &&
           device.baseline_peak_bytes() >= 0 &&
           device.predicted_reserved_bytes() >= 0 &&
-          device.baseline_reserved_bytes() >= 0)) {
+          device.baseline_reserved_bytes() >= 0 &&
+          device.predicted_allocations() >= 0 &&
+          device.baseline_allocations() >= 0 &&
+          device.predicted_allocations() <=
+              response.pools_size() + device.baseline_allocations())) {
       Finding(absl::StrCat("whole-graph peaks out of order: ",
                            device.ShortDebugString()),
               request);
@@ -148,10 +155,14 @@ void CheckResponse(const v1::PlanMemoryRequest& request,
     lower_bound += device.predicted_peak_lower_bound_bytes();
     predicted_reserved += device.predicted_reserved_bytes();
     baseline_reserved += device.baseline_reserved_bytes();
+    predicted_allocations += device.predicted_allocations();
+    baseline_allocations += device.baseline_allocations();
   }
   if (predicted != stats.predicted_peak_bytes() ||
       predicted_reserved != stats.predicted_reserved_bytes() ||
       baseline_reserved != stats.baseline_reserved_bytes() ||
+      predicted_allocations != stats.predicted_allocations() ||
+      baseline_allocations != stats.baseline_allocations() ||
       baseline != stats.baseline_peak_bytes() ||
       lower_bound != stats.predicted_peak_lower_bound_bytes()) {
     Finding(absl::StrCat("whole-graph peaks are not the devices' sums: ",

@@ -383,12 +383,15 @@ def per_graph_peaks(record, configs, workers):
                                  "predicted_reserved_bytes"),
                              baseline_reserved=h.get(
                                  "baseline_reserved_bytes"),
+                             predicted_calls=h.get("predicted_allocations"),
+                             baseline_calls=h.get("baseline_allocations"),
                              planner=h["planner"],
                              total_pool_bytes=h["total_pool_bytes"],
                              pools=h["pools"],
                              buffer_groups=h.get("buffer_groups"))
                 g["baseline"] = h["baseline_peak_bytes"]
                 g["baseline_reserved"] = h.get("baseline_reserved_bytes")
+                g["baseline_calls"] = h.get("baseline_allocations")
                 if request_json is None:
                     request_json = h["request"]
             g[config] = entry
@@ -407,6 +410,10 @@ def per_graph_peaks(record, configs, workers):
                     "default_measured_reserved"),
                 "memplan_measured_reserved": {
                     c[len("memplan_"):]: g[c].get("measured_reserved")
+                    for c in memplan if c in g},
+                "default_measured_calls": g.get("default_calls"),
+                "memplan_measured_calls": {
+                    c[len("memplan_"):]: g[c].get("calls")
                     for c in memplan if c in g}})
 
 
@@ -470,21 +477,26 @@ def mib(value):
     return "" if value is None else f"{value / 2**20:.1f}"
 
 
-def per_graph_table(results, memplan, measured, baseline, predicted):
+def per_graph_table(results, memplan, measured, baseline, predicted,
+                    unit=mib):
     """Markdown rows, per compiled graph: default's `measured` (its key
     prefixed "default_") / the service's `baseline`, then each memplan
-    configuration's `measured` / `predicted` (MiB)."""
+    configuration's `measured` / `predicted`, each written by `unit`
+    (bytes as MiB)."""
+    def show(value):
+        return "" if value is None else unit(value)
+
     lines = ["| model | mode | graph | default: measured / baseline | "
              + " | ".join(f"{c}: measured / predicted" for c in memplan)
              + " |", "| --- | --- | --- | --- |" + " --- |" * len(memplan)]
     for r in results:
         for g in r.get("graphs", []):
-            cells = [f"{mib(g.get('default_' + measured))} / "
-                     f"{mib(g.get(baseline))}"]
+            cells = [f"{show(g.get('default_' + measured))} / "
+                     f"{show(g.get(baseline))}"]
             for c in memplan:
                 m = g.get(c, {})
-                cells.append(f"{mib(m.get(measured))} / "
-                             f"{mib(m.get(predicted))}")
+                cells.append(f"{show(m.get(measured))} / "
+                             f"{show(m.get(predicted))}")
             lines.append(f"| {r['model']} | {r['mode']} | {g['index']} "
                          f"{g.get('phase', '')} | " + " | ".join(cells) + " |")
     return lines
@@ -530,6 +542,13 @@ def markdown(results, configs):
               "memplan measured / service predicted_reserved", ""]
     lines += per_graph_table(results, memplan, "measured_reserved",
                              "baseline_reserved", "predicted_reserved")
+    lines += ["", "Per compiled graph, allocator calls (allocation.all."
+              "allocated over the graph's call; the service counts no "
+              "allocation inside an extern kernel): default measured / "
+              "service baseline_allocations; memplan measured / service "
+              "predicted_allocations", ""]
+    lines += per_graph_table(results, memplan, "calls", "baseline_calls",
+                             "predicted_calls", unit=str)
     lines += ["", "Against default torch.compile, over the (model, mode) rows "
               "that both ran: geometric mean and worst of the ratio, and the "
               "rows at most +0.5% (step time: at most +5%; calls the plan "
@@ -833,6 +852,8 @@ def run_worker(args):
                 "baseline_peak_bytes": g.get("baseline_peak_bytes"),
                 "predicted_reserved_bytes": g.get("predicted_reserved_bytes"),
                 "baseline_reserved_bytes": g.get("baseline_reserved_bytes"),
+                "predicted_allocations": g.get("predicted_allocations"),
+                "baseline_allocations": g.get("baseline_allocations"),
                 "total_pool_bytes": g.get("total_pool_bytes"),
                 "pools": len(g.get("pools") or []),
                 "buffer_groups": g.get("buffer_groups"),

@@ -66,6 +66,20 @@ absl::StatusOr<CapturedGraph> ParseRecord(absl::string_view line) {
        fields.at("memplan_measured").struct_value().fields()) {
     graph.memplan_measured[mode] = static_cast<int64_t>(value.number_value());
   }
+  if (auto it = fields.find("default_measured_calls");
+      it != fields.end() && it->second.has_number_value()) {
+    graph.default_measured_calls =
+        static_cast<int64_t>(it->second.number_value());
+  }
+  if (auto it = fields.find("memplan_measured_calls");
+      it != fields.end() && it->second.has_struct_value()) {
+    for (const auto& [mode, value] : it->second.struct_value().fields()) {
+      if (value.has_number_value()) {
+        graph.memplan_measured_calls[mode] =
+            static_cast<int64_t>(value.number_value());
+      }
+    }
+  }
   return graph;
 }
 

@@ -23,6 +23,11 @@ struct CapturedGraph {
   // Per memplan configuration ("intermediates", "combined", "none",
   // "partition"): bytes above the graph's entry.
   std::map<std::string, int64_t> memplan_measured;
+  // Allocator calls over the graph's call (allocation.all.allocated), where
+  // the capture has them: default's (-1 where not), and per memplan
+  // configuration.
+  int64_t default_measured_calls = -1;
+  std::map<std::string, int64_t> memplan_measured_calls;
 };
 
 // Returns the graphs of the gzip'd JSON lines at `path`

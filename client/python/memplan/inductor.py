@@ -798,7 +798,9 @@ def stats():
        "predicted_peak_bytes", "baseline_peak_bytes" (the whole graph's,
        bytes above its entry, with the plan and without pools),
        "predicted_reserved_bytes", "baseline_reserved_bytes" (the caching
-       allocator's segments the service's model predicts), "cache",
+       allocator's segments the service's model predicts),
+       "predicted_allocations", "baseline_allocations" (its allocator
+       calls, with the plan and without pools), "cache",
        "usage_agrees" (events: Inductor's pool create/free lines are
        at the service's events), "request", "buffers_request" (the same
        graph as buffers, from Inductor's groups) and "response"; for a
@@ -908,6 +910,8 @@ def _allocate_from_service(state, planner):
         "baseline_peak_bytes": response.stats.baseline_peak_bytes,
         "predicted_reserved_bytes": response.stats.predicted_reserved_bytes,
         "baseline_reserved_bytes": response.stats.baseline_reserved_bytes,
+        "predicted_allocations": response.stats.predicted_allocations,
+        "baseline_allocations": response.stats.baseline_allocations,
         "phase": _graph_phase(mp),
         "graph_id": getattr(mp.V.graph, "graph_id", None),
         "planner": response.stats.planner,
