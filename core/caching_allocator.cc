@@ -43,6 +43,10 @@ int32_t CachingAllocatorModel::Adopt(Bytes size) {
   return b;
 }
 
+void CachingAllocatorModel::Cache(Bytes size, bool small) {
+  Insert(NewSegment(size, small));
+}
+
 int32_t CachingAllocatorModel::Malloc(Bytes size) {
   ++stats_.allocations;
   const Bytes rounded = RoundSize(size);
@@ -108,10 +112,14 @@ void CachingAllocatorModel::Free(int32_t handle) {
   Insert(handle);
 }
 
-AllocatorReplay ReplayCachingAllocator(const std::vector<MemoryBlock>& blocks) {
+AllocatorReplay ReplayCachingAllocator(const std::vector<MemoryBlock>& blocks,
+                                       const std::vector<CachedBlock>& cached) {
   AllocatorReplay replay;
   replay.created_segment.assign(blocks.size(), false);
   CachingAllocatorModel model;
+  for (const CachedBlock& block : cached) {
+    if (block.size > 0) model.Cache(block.size, block.small_pool);
+  }
   // (position, 0 = free / 1 = allocate, block index).
   std::vector<std::tuple<int64_t, int, size_t>> events;
   events.reserve(2 * blocks.size());

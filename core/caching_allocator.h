@@ -28,11 +28,14 @@
 //            | |50MiB| |         |
 //            +-+-----+-+---------+---> position
 //
-// The model starts from an empty cache: what was cached at the graph's
-// entry is unknown to it; a graph input the graph frees is modelled as a
-// block of its own rounded size in a segment of exactly that size,
-// allocated before the entry (so its freed bytes are reusable, but never
-// more than its own).
+// The model starts from the free blocks cached at the graph's entry that
+// the request names (Problem::cached_blocks; none: an empty cache), each a
+// free block of a segment of its own (the allocator merges free
+// neighbours, so a cached free block lies between blocks in use or a
+// segment's ends, and never merges); they cost no reserved bytes. A graph
+// input the graph frees is modelled as a block of its own rounded size in
+// a segment of exactly that size, allocated before the entry (so its freed
+// bytes are reusable, but never more than its own).
 #ifndef MEMPLAN_CORE_CACHING_ALLOCATOR_H_
 #define MEMPLAN_CORE_CACHING_ALLOCATOR_H_
 
@@ -77,6 +80,10 @@ class CachingAllocatorModel {
   // in a segment of its own of its rounded size; counted in no statistic
   // until it is freed. Returns its handle.
   int32_t Adopt(Bytes size);
+  // A free block of `size` (> 0, a multiple of 512) bytes cached before the
+  // start, of the small pool or the large one, in a segment of its own;
+  // counted in no statistic.
+  void Cache(Bytes size, bool small);
   // Allocates `size` (> 0) bytes as the allocator does; returns the
   // block's handle. created_segment() says whether it took a new segment.
   int32_t Malloc(Bytes size);
@@ -121,12 +128,15 @@ struct AllocatorReplay {
 };
 
 // Replays `blocks` (core/graph_memory.h's blocks of one device) through a
-// CachingAllocatorModel from an empty cache: freed inputs adopted first
-// (in order), then at each position the frees (blocks ending there, inputs
-// freed there) before the allocations, each group in the blocks' order.
-// Blocks of size 0 or with an empty range allocate nothing. O(k log k) for
-// k blocks.
-AllocatorReplay ReplayCachingAllocator(const std::vector<MemoryBlock>& blocks);
+// CachingAllocatorModel from a cache holding `cached` (the device's free
+// blocks at the entry, in order; empty: an empty cache): freed inputs
+// adopted first (in order), then at each position the frees (blocks ending
+// there, inputs freed there) before the allocations, each group in the blocks'
+// order. Blocks of size 0 or with an empty range allocate nothing. O(k log k)
+// for k blocks and cached blocks.
+AllocatorReplay ReplayCachingAllocator(
+    const std::vector<MemoryBlock>& blocks,
+    const std::vector<CachedBlock>& cached = {});
 
 }  // namespace memplan
 

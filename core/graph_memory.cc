@@ -87,6 +87,17 @@ Bytes AllocatedPeak(const std::vector<MemoryBlock>& blocks, Bytes block,
 
 }  // namespace
 
+void AddCachedBlocks(const Problem& problem, GraphTimeline& timeline) {
+  for (const CachedBlock& block : problem.cached_blocks) {
+    for (std::vector<DeviceMemory>* memory :
+         {&timeline.unplanned, &timeline.baseline}) {
+      for (DeviceMemory& device : *memory) {
+        if (device.device == block.device) device.cached.push_back(block);
+      }
+    }
+  }
+}
+
 GraphTimeline TimelineOfBuffers(const Problem& problem) {
   const DeviceOrder devices = DevicesOf(problem);
   GraphTimeline timeline;
@@ -106,6 +117,7 @@ GraphTimeline TimelineOfBuffers(const Problem& problem) {
     timeline.unplanned[device].blocks.push_back(BlockOf(buffer));
     timeline.baseline[device].blocks.push_back(BlockOf(buffer));
   }
+  AddCachedBlocks(problem, timeline);
   return timeline;
 }
 
@@ -132,7 +144,7 @@ std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
   for (size_t p = 0; p < plan.pools.size(); ++p) {
     if (!used[p]) continue;
     auto [it, added] = index.try_emplace(plan.pools[p].device, memory.size());
-    if (added) memory.push_back(DeviceMemory{plan.pools[p].device, {}});
+    if (added) memory.push_back(DeviceMemory{plan.pools[p].device, {}, {}});
     memory[it->second].blocks.push_back(
         MemoryBlock{hulls[p].begin, hulls[p].end, plan.pools[p].size});
   }
@@ -163,7 +175,7 @@ std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
     // so its span bounds nothing.
     if (!buffer.is_output && span.end == kNeverFreed) continue;
     auto [it, added] = index.try_emplace(buffer.device, bound.size());
-    if (added) bound.push_back(DeviceMemory{buffer.device, {}});
+    if (added) bound.push_back(DeviceMemory{buffer.device, {}, {}});
     bound[it->second].blocks.push_back(
         MemoryBlock{span.begin, span.end, buffer.size});
   }
@@ -172,14 +184,14 @@ std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
     DevicePeaks peak;
     peak.device = device.device;
     const CachingAllocatorStats with_pools =
-        ReplayCachingAllocator(device.blocks).stats;
+        ReplayCachingAllocator(device.blocks, device.cached).stats;
     peak.predicted = AllocatedPeak(device.blocks, block, with_pools);
     peak.predicted_reserved = with_pools.reserved;
     peak.predicted_allocations = with_pools.allocations;
     for (const DeviceMemory& other : timeline.baseline) {
       if (other.device == device.device) {
         const CachingAllocatorStats without =
-            ReplayCachingAllocator(other.blocks).stats;
+            ReplayCachingAllocator(other.blocks, other.cached).stats;
         peak.baseline = AllocatedPeak(other.blocks, block, without);
         peak.baseline_reserved = without.reserved;
         peak.baseline_allocations = without.allocations;

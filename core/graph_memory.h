@@ -63,10 +63,12 @@ struct MemoryBlock {
 // kNeverFreed).
 std::ostream& operator<<(std::ostream& os, const MemoryBlock& block);
 
-// The blocks of one device.
+// The blocks of one device, and the caching allocator's free blocks cached
+// on it at the graph's entry (Problem::cached_blocks of the device).
 struct DeviceMemory {
   std::string device;
   std::vector<MemoryBlock> blocks;
+  std::vector<CachedBlock> cached;
 };
 
 // Devices in the order they are first added, each with its index: the
@@ -83,10 +85,11 @@ class DeviceOrder {
   std::vector<DeviceMemory> Empty() const {
     std::vector<DeviceMemory> memory;
     for (const std::string& device : names_) {
-      memory.push_back(DeviceMemory{device, {}});
+      memory.push_back(DeviceMemory{device, {}, {}});
     }
     return memory;
   }
+
   // The index of `device`, which must have been added.
   size_t operator[](const std::string& device) const {
     return index_.at(device);
@@ -119,8 +122,9 @@ struct DevicePeaks {
   // live buffers' bytes wherever it is charged).
   Bytes lower_bound = 0;
   // The segments the CUDA caching allocator would reserve while the graph
-  // runs, from an empty cache (core/caching_allocator.h), with the plan's
-  // pools and without them.
+  // runs, from the cache at its entry (Problem::cached_blocks; none: an
+  // empty cache; core/caching_allocator.h), with the plan's pools and
+  // without them.
   Bytes predicted_reserved = 0;
   Bytes baseline_reserved = 0;
   // The caching allocator's allocations (Malloc calls) while the graph
@@ -169,6 +173,11 @@ struct GraphTimeline {
   // group takes another's storage.
   std::vector<int32_t> storage_from;
 };
+
+// Gives each device of `timeline` (its unplanned and baseline memory) the
+// problem's cached blocks of that device, in request order; a cached block
+// of a device the graph allocates nothing on is left out.
+void AddCachedBlocks(const Problem& problem, GraphTimeline& timeline);
 
 // Returns the timeline of a problem given as plain buffers, positions being
 // timesteps: each buffer over its live range (empty or of size 0: nothing),

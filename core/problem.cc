@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/caching_allocator.h"
 #include "core/symbolic/symbolic_plan.h"
 
 namespace memplan {
@@ -100,6 +101,30 @@ absl::Status CheckUnplanned(const Problem& problem, size_t i) {
 
 }  // namespace
 
+absl::Status ValidateCachedBlocks(const Problem& problem) {
+  for (size_t i = 0; i < problem.cached_blocks.size(); ++i) {
+    const CachedBlock& block = problem.cached_blocks[i];
+    if (block.device.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cached_blocks[", i, "]: device is required"));
+    }
+    if (block.size <= 0 || block.size > kMaxBufferBytes ||
+        block.size % CachingAllocatorModel::kMinBlockSize != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cached_blocks[", i, "]: size_bytes must be a multiple of ",
+          CachingAllocatorModel::kMinBlockSize, " in (0, ", kMaxBufferBytes,
+          "] (the caching allocator's blocks), got ", block.size));
+    }
+    if (block.small_pool && block.size > CachingAllocatorModel::kSmallBuffer) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cached_blocks[", i, "]: a small-pool block is at most ",
+                       CachingAllocatorModel::kSmallBuffer,
+                       " bytes (its segment), got ", block.size));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateProblem(const Problem& problem) {
   if (problem.buffers.empty()) {
     return absl::InvalidArgumentError(
@@ -124,6 +149,9 @@ absl::Status ValidateProblem(const Problem& problem) {
   for (size_t i = 0; i < problem.unplanned.size(); ++i) {
     absl::Status status = CheckUnplanned(problem, i);
     if (!status.ok()) return status;
+  }
+  if (absl::Status status = ValidateCachedBlocks(problem); !status.ok()) {
+    return status;
   }
   // Each name, to the index of the first buffer that carries it.
   absl::flat_hash_map<absl::string_view, size_t> owner;

@@ -22,12 +22,22 @@ namespace memplan {
 // and a multiple of the buffer's alignment; capacity >= 0; allocator_block
 // a power of two in [1, kMaxAlignment]; every unplanned buffer's size in
 // [0, kMaxBufferBytes] and 0 <= begin <= end <= kMaxTimestep (named
-// `unplanned[i] ("name")`); symbolic_size "" or an
+// `unplanned[i] ("name")`); every cached block with a device and a size
+// that is a positive multiple of 512 up to kMaxBufferBytes (at most 2 MiB
+// in the small pool; named `cached_blocks[i]`); symbolic_size "" or an
 // expression in sympy's syntax that, when constant, equals the size
 // (core/symbolic/symbolic_plan.h SymbolicSizeChecker), e.g.
 //   buffers[3] ("buf7"): symbolic_size: at position 5: expected an integer,
 //   a symbol, a function call, '(' or a sign, got '*'
 absl::Status ValidateProblem(const Problem& problem);
+
+// Returns OK when every cached block (Problem::cached_blocks) has a device
+// and a size that is a positive multiple of 512 up to kMaxBufferBytes (at
+// most 2 MiB in the small pool), else INVALID_ARGUMENT naming
+// `cached_blocks[i]`, e.g.
+//   cached_blocks[2]: device is required
+// Part of ValidateProblem.
+absl::Status ValidateCachedBlocks(const Problem& problem);
 
 // Returns `buffers[i] ("first name")`, or `buffers[i]` for a nameless
 // buffer: how errors about buffer i (i < problem.buffers.size()) name it.

@@ -142,6 +142,26 @@ struct UnplannedBuffer {
   }
 };
 
+// A free block the caller's caching allocator holds cached at the graph's
+// entry (in torch.cuda.memory_snapshot(): an "inactive" block of a
+// segment): the graph's allocations on `device` may take it, or split it,
+// without a new segment. Only the whole-graph model's allocator replay
+// (core/caching_allocator.h) reads it; it changes the predicted and
+// baseline reserved bytes, and the allocated peaks where a block's rest is
+// too small to split off (counted whole, as the allocator does).
+struct CachedBlock {
+  std::string device;
+  Bytes size = 0;  // bytes, a positive multiple of 512, at most kMaxBufferBytes
+  // Of a small-pool segment (2 MiB; requests of at most 1 MiB), else of a
+  // large-pool one.
+  bool small_pool = false;
+
+  friend bool operator==(const CachedBlock& a, const CachedBlock& b) {
+    return a.device == b.device && a.size == b.size &&
+           a.small_pool == b.small_pool;
+  }
+};
+
 // A planning problem: the buffers of one graph and how they may share.
 struct Problem {
   std::vector<Buffer> buffers;
@@ -151,6 +171,9 @@ struct Problem {
   Bytes capacity = 0;
   // The graph's memory outside the plan, for the whole-graph peaks.
   std::vector<UnplannedBuffer> unplanned;
+  // The caching allocator's free blocks at the graph's entry, for the
+  // whole-graph model's allocator replay; empty: an empty cache.
+  std::vector<CachedBlock> cached_blocks;
   // The request describes the memory outside the plan (unplanned buffers,
   // or wrapper lines with extern allocations and input frees): strategy
   // "auto" then minimizes the whole graph's peak (core/strategies.h).

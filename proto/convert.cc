@@ -359,6 +359,19 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
   problem.allocator_block = options.allocator_block_bytes() == 0
                                 ? kDefaultAllocatorBlock
                                 : options.allocator_block_bytes();
+  problem.cached_blocks.reserve(request.cached_blocks_size());
+  for (int i = 0; i < request.cached_blocks_size(); ++i) {
+    const v1::CachedBlock& wire = request.cached_blocks(i);
+    if (!wire.has_size_bytes()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cached_blocks[", i, "]: size_bytes is missing"));
+    }
+    problem.cached_blocks.push_back(
+        CachedBlock{wire.device(), wire.size_bytes(), wire.small_pool()});
+  }
+  if (absl::Status status = ValidateCachedBlocks(problem); !status.ok()) {
+    return status;
+  }
   const int forms = (request.buffers_size() > 0 ? 1 : 0) +
                     (request.events_size() > 0 ? 1 : 0) +
                     (request.nodes_size() > 0 ? 1 : 0);

@@ -152,6 +152,16 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
   if (FollowsLabels(strategy) || program != nullptr) {
     EncodeLabels(problem, program, encoder);
   }
+  // Last, and only when there are some, so that a request without them
+  // keeps the encoding (and hash) it had before they existed.
+  if (!problem.cached_blocks.empty()) {
+    encoder.U64(problem.cached_blocks.size());
+    for (const CachedBlock& block : problem.cached_blocks) {
+      encoder.String(block.device);
+      encoder.I64(block.size);
+      encoder.U8(block.small_pool ? 1 : 0);
+    }
+  }
   return encoder.Take();
 }
 

@@ -59,6 +59,9 @@
 //             (i64), i64 output_index (-1: unset), u8 reuses_input
 //     u64     output name count, each name; u64 removed buffer count, each
 //     u64     scheduler_node_bytes count, each (i64)
+//   only for a request with cached_blocks, last:
+//     u64     cached block count; per block, in request order: string
+//             device, i64 size in bytes, u8 small_pool
 //
 // For the other strategies and plain buffers, names and dtypes are labels,
 // not inputs of the plan: two requests that differ only in them hash
@@ -75,7 +78,9 @@
 // older server has their strategy names.) Format 6 (dynamic: 7) added the
 // whole graph's memory: the allocator block, the unplanned buffers, the
 // labels section for every request with lines, and its lines' memory
-// fields.
+// fields. The cached blocks' section came later without a bump, as format
+// 5's did: only requests that have them carry it, and an older server
+// never keyed a plan by them.
 #ifndef MEMPLAN_PROTO_GRAPH_HASH_H_
 #define MEMPLAN_PROTO_GRAPH_HASH_H_
 

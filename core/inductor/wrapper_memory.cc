@@ -263,6 +263,7 @@ GraphTimeline TimelineOfLines(const Problem& problem,
     }
     storages.Finish();
   }
+  AddCachedBlocks(problem, timeline);
   return timeline;
 }
 

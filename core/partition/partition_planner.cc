@@ -191,7 +191,11 @@ class DevicePartition {
   absl::Status ShareSegments(const PlanContext& context,
                              const DeviceMemory* unplanned) {
     std::vector<MemoryBlock> blocks;
-    if (unplanned != nullptr) blocks = unplanned->blocks;
+    std::vector<CachedBlock> cached;
+    if (unplanned != nullptr) {
+      blocks = unplanned->blocks;
+      cached = unplanned->cached;
+    }
     const size_t first = blocks.size();
     for (const PoolState& pool : pools_) {
       blocks.push_back(MemoryBlock{axis_.Position(pool.hull_begin),
@@ -206,7 +210,7 @@ class DevicePartition {
       peak_ = cuda ? replay.stats.peak_allocated
                    : (axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots()));
     };
-    AllocatorReplay replay = ReplayCachingAllocator(blocks);
+    AllocatorReplay replay = ReplayCachingAllocator(blocks, cached);
     measure(replay);
     // Pool mode none: a pool is never larger than its largest buffer.
     if (problem_.pool_mode == PoolMode::kNone) return absl::OkStatus();
@@ -247,7 +251,7 @@ class DevicePartition {
         if (absl::Status status = context.Check(); !status.ok()) return status;
         const Bytes size = blocks[first + q].size;
         blocks[first + q].size = need;
-        AllocatorReplay trial = ReplayCachingAllocator(blocks);
+        AllocatorReplay trial = ReplayCachingAllocator(blocks, cached);
         if (trial.stats.reserved < replay.stats.reserved &&
             (!cuda || trial.stats.peak_allocated <=
                           std::max(replay.stats.peak_allocated, target_))) {
@@ -636,7 +640,8 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       if (memory.device == device) {
         allowed_reserved =
             std::max(allowed_reserved,
-                     ReplayCachingAllocator(memory.blocks).stats.reserved);
+                     ReplayCachingAllocator(memory.blocks, memory.cached)
+                         .stats.reserved);
       }
     }
     size_t chosen = candidates.size();

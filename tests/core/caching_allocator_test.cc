@@ -119,5 +119,34 @@ TEST(ReplayCachingAllocatorTest, AFreedInputIsReusableButNotReserved) {
             (std::vector<bool>{false, false, true, false, false}));
 }
 
+TEST(ReplayCachingAllocatorTest, CachedBlocksServeRequestsWithoutSegments) {
+  // The cache at the entry: a 6 MiB large-pool block and a 1 MiB
+  // small-pool one, each between blocks in use.
+  const std::vector<CachedBlock> cached = {{"cuda:0", 6 * kMiB, false},
+                                           {"cuda:0", kMiB, true}};
+  const std::vector<MemoryBlock> blocks = {
+      {0, 3, 5 * kMiB},    // the 6 MiB block, its 1 MiB rest not split off
+      {1, 4, 512 * 1024},  // from the small block
+      {2, 4, 5 * kMiB}};   // nothing cached left: a new 20 MiB segment
+  const AllocatorReplay replay = ReplayCachingAllocator(blocks, cached);
+  EXPECT_EQ(replay.stats.reserved, 20 * kMiB);
+  EXPECT_EQ(replay.stats.segments, 1);
+  EXPECT_EQ(replay.created_segment, (std::vector<bool>{false, false, true}));
+  // Counted whole, as memory_allocated counts the unsplit block.
+  EXPECT_EQ(replay.stats.peak_allocated, 6 * kMiB + 512 * 1024 + 5 * kMiB);
+  // From an empty cache all three share one 20 MiB segment and nothing is
+  // counted beyond the requests.
+  const AllocatorReplay cold = ReplayCachingAllocator(blocks);
+  EXPECT_EQ(cold.stats.reserved, 20 * kMiB + 2 * kMiB);
+  EXPECT_EQ(cold.stats.peak_allocated, 10 * kMiB + 512 * 1024);
+}
+
+TEST(ReplayCachingAllocatorTest, ACachedBlockServesOnlyItsOwnPool) {
+  // A 2 MiB small-pool block cannot hold a 1.5 MiB (large-pool) request.
+  const std::vector<CachedBlock> cached = {{"cuda:0", 2 * kMiB, true}};
+  const std::vector<MemoryBlock> blocks = {{0, 1, 3 * kMiB / 2}};
+  EXPECT_EQ(ReplayCachingAllocator(blocks, cached).stats.reserved, 20 * kMiB);
+}
+
 }  // namespace
 }  // namespace memplan

@@ -180,5 +180,23 @@ TEST(WholeGraphPeaksTest, DevicesComeInTheOrderOfTheirFirstBuffer) {
   EXPECT_EQ(peaks[1], (DevicePeaks{"cpu", 64, 64, 64, 2 << 20, 2 << 20, 1, 1}));
 }
 
+TEST(WholeGraphPeaksTest, CachedBlocksAtTheEntrySaveTheirSegments) {
+  Problem problem = SmallWholeGraph();
+  // A 2 MiB small-pool block cached on the graph's device holds every
+  // allocation (each at most 1 MiB); one on a device the graph does not
+  // use is left out.
+  problem.cached_blocks = {{"cuda:0", 2 << 20, true}, {"cuda:1", 512, true}};
+  const GraphTimeline timeline = TimelineOfBuffers(problem);
+  ASSERT_EQ(timeline.unplanned.size(), 1u);
+  EXPECT_EQ(timeline.unplanned[0].cached,
+            (std::vector<CachedBlock>{{"cuda:0", 2 << 20, true}}));
+  EXPECT_EQ(timeline.baseline[0].cached, timeline.unplanned[0].cached);
+  const std::vector<DevicePeaks> peaks =
+      WholeGraphPeaks(problem, SmallPlan(), timeline);
+  ASSERT_EQ(peaks.size(), 1u);
+  // The peaks and calls as from an empty cache; no segment reserved.
+  EXPECT_EQ(peaks[0], (DevicePeaks{"cuda:0", 180, 180, 180, 0, 0, 3, 4}));
+}
+
 }  // namespace
 }  // namespace memplan

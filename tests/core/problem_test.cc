@@ -111,6 +111,27 @@ TEST(ValidateProblemTest, RejectsTimestepsOutOfRange) {
                 "[0, 9007199254740992], got 9007199254740993");
 }
 
+TEST(ValidateProblemTest, RejectsMalformedCachedBlocks) {
+  Problem problem = MakeProblem();
+  problem.cached_blocks = {{"cuda:0", 4096, false}, {"", 512, true}};
+  ExpectInvalid(problem, "cached_blocks[1]: device is required");
+  problem.cached_blocks[1] = {"cuda:0", 1000, false};
+  ExpectInvalid(problem,
+                "cached_blocks[1]: size_bytes must be a multiple of 512 in "
+                "(0, 1099511627776] (the caching allocator's blocks), got "
+                "1000");
+  problem.cached_blocks[1] = {"cuda:0", 0, false};
+  ExpectInvalid(problem,
+                "cached_blocks[1]: size_bytes must be a multiple of 512 in "
+                "(0, 1099511627776] (the caching allocator's blocks), got 0");
+  problem.cached_blocks[1] = {"cuda:0", 4 << 20, true};
+  ExpectInvalid(problem,
+                "cached_blocks[1]: a small-pool block is at most 2097152 "
+                "bytes (its segment), got 4194304");
+  problem.cached_blocks[1] = {"cuda:0", 2 << 20, true};
+  EXPECT_TRUE(ValidateProblem(problem).ok());
+}
+
 TEST(ValidateProblemTest, RejectsNameSharedByTwoGroups) {
   Problem problem = MakeProblem();
   problem.buffers[1].names = {"buf3"};

@@ -694,6 +694,28 @@ TEST(RequestToProblemTest, UnplannedBuffersAreCheckedLikeBuffers) {
   ExpectInvalid(events, {"unplanned: given with events or nodes"});
 }
 
+TEST(RequestToProblemTest, CachedBlocksComeWithAnyForm) {
+  for (v1::PlanMemoryRequest request : {SmallRequest(), WholeGraphEvents()}) {
+    v1::CachedBlock* block = request.add_cached_blocks();
+    block->set_device("cuda:0");
+    block->set_size_bytes(6 << 20);
+    v1::CachedBlock* small = request.add_cached_blocks();
+    small->set_device("cuda:0");
+    small->set_size_bytes(1024);
+    small->set_small_pool(true);
+    absl::StatusOr<Problem> problem = RequestToProblem(request);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    EXPECT_EQ(problem->cached_blocks,
+              (std::vector<CachedBlock>{{"cuda:0", 6 << 20, false},
+                                        {"cuda:0", 1024, true}}));
+    small->clear_size_bytes();
+    ExpectInvalid(request, {"cached_blocks[1]: size_bytes is missing"});
+    small->set_size_bytes(1000);
+    ExpectInvalid(request, {"cached_blocks[1]: size_bytes must be a multiple "
+                            "of 512"});
+  }
+}
+
 // 0 EXTERN conv [0, 5), buf1's pool [1, 4), saved freed at 3:
 //   at 1 and 2: 1000 + 200 (the peak); from 3: minus 700.
 TEST(PlanToResponseTest, GivesTheWholeGraphsPeaks) {

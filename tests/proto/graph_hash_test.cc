@@ -218,6 +218,10 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
           {"buffer count", [](Problem& p) { p.buffers.pop_back(); }},
           {"symbolic_size",
            [](Problem& p) { p.buffers[2].symbolic_size = "50*s0"; }},
+          {"cached block",
+           [](Problem& p) {
+             p.cached_blocks = {{"cuda:0", 512, true}};
+           }},
       };
   for (const auto& [field, change] : kChanges) {
     Problem problem = SmallProblem();
@@ -230,6 +234,26 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
       << "time budget";
   EXPECT_NE(GraphHash(SmallProblem(), "inductor", absl::ZeroDuration()), hash)
       << "time budget 0";
+}
+
+// The cached blocks' section comes last and only when there are some, so a
+// request without them hashes as before; each field of a block counts.
+TEST(GraphHashTest, CachedBlocksAreAppendedLast) {
+  const std::string plain = GraphHashInput(SmallProblem(), "inductor", kBudget);
+  Problem problem = SmallProblem();
+  problem.cached_blocks = {{"cuda:0", 4096, true}};
+  const std::string with = GraphHashInput(problem, "inductor", kBudget);
+  ASSERT_EQ(with.substr(0, plain.size()), plain);
+  // u64 1, string "cuda:0" (u64 6 + bytes), i64 4096, u8 1.
+  EXPECT_EQ(with.size(), plain.size() + 8 + 8 + 6 + 8 + 1);
+  const std::string hash = GraphHash(problem, "inductor", kBudget);
+  for (const CachedBlock& other :
+       {CachedBlock{"cuda:1", 4096, true}, CachedBlock{"cuda:0", 4608, true},
+        CachedBlock{"cuda:0", 4096, false}}) {
+    Problem changed = SmallProblem();
+    changed.cached_blocks = {other};
+    EXPECT_NE(GraphHash(changed, "inductor", kBudget), hash);
+  }
 }
 
 // The request-level hash is the problem-level one of the resolved request:
