@@ -408,6 +408,31 @@ class DeallocFromPoolLine:
         self.is_last_pool_usage = last
 
 
+class CachedBlocksTest(unittest.TestCase):
+
+    def test_free_blocks_of_segments_in_use_on_the_graphs_devices(self):
+        segments = [
+            {"device": 0, "segment_type": "large", "blocks": [
+                {"size": 4 << 20, "state": "active_allocated"},
+                {"size": 16 << 20, "state": "inactive"}]},
+            {"device": 0, "segment_type": "small", "blocks": [
+                {"size": 512, "state": "inactive"},
+                {"size": 1024, "state": "active_allocated"},
+                {"size": (2 << 20) - 1536, "state": "inactive"}]},
+            # A free segment: empty_cache() may release it.
+            {"device": 0, "segment_type": "large", "blocks": [
+                {"size": 20 << 20, "state": "inactive"}]},
+            # Another device's.
+            {"device": 1, "segment_type": "large", "blocks": [
+                {"size": 4 << 20, "state": "active_allocated"},
+                {"size": 16 << 20, "state": "inactive"}]}]
+        self.assertEqual(
+            [(b.device, b.size_bytes, b.small_pool)
+             for b in hook.cached_blocks(segments, {"cuda:0"})],
+            [("cuda:0", 16 << 20, False), ("cuda:0", 512, True),
+             ("cuda:0", (2 << 20) - 1536, True)])
+
+
 class PoolCodegenTest(unittest.TestCase):
     """The generated code frees each pooled buffer at its last use and each
     pool after its last allocation, so its storage returns at its last
@@ -547,6 +572,24 @@ class ServiceTest(unittest.TestCase):
         again = self.client.plan(record["buffers_request"])
         self.assertEqual([(a.pool, a.offset) for a in again.assignments],
                          [(a.pool, a.offset) for a in response.assignments])
+
+    def test_the_allocators_cached_blocks_go_with_the_graph(self):
+        # A cached small-pool segment's 2 MiB on the graph's device hold
+        # every allocation of the example graph (each under 1 MiB):
+        # nothing reserved, with or without pools.
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+        hook._install_on(mp, self.client, "auto", None, "events")
+        cached = [pb.CachedBlock(device="cuda:0", size_bytes=2 << 20,
+                                 small_pool=True)]
+        with mock.patch.object(hook, "_entry_cache", return_value=cached):
+            mp.MemoryPlanner().plan(lines)
+        record = hook.stats()["graphs"][0]
+        self.assertEqual(list(record["request"].cached_blocks), cached)
+        self.assertEqual(record["predicted_reserved_bytes"], 0)
+        self.assertEqual(record["baseline_reserved_bytes"], 0)
+        without = self.client.plan(record["buffers_request"])
+        self.assertGreater(without.stats.predicted_reserved_bytes, 0)
 
     def test_a_line_that_plans_nothing_keeps_the_events(self):
         # A NullLine inside the first run: the same groups, timesteps and

@@ -543,6 +543,7 @@ class _Installed:
         self.pool_mode = pool_mode
         self.send = send
         self.training = training
+        self.entry_cache = True  # install(entry_cache=...)
         planner = mp.MemoryPlanner
         self.original_plan = planner.plan
         self.original_allocate_groups = planner.allocate_groups
@@ -670,7 +671,7 @@ def _install_cache_key(state):
         return
     previous = config.post_grad_custom_post_pass
     settings = f"memplan:{state.strategy}:{state.pool_mode}:{state.send}:" \
-               f"{state.training}:{_CODEGEN_VERSION}"
+               f"{state.training}:{state.entry_cache}:{_CODEGEN_VERSION}"
 
     class MemplanCacheKey(CustomGraphPass):
         def __call__(self, graph):
@@ -690,7 +691,7 @@ _CODEGEN_VERSION = 2
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
-            client=None, training=False):
+            client=None, training=False, entry_cache=True):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -707,6 +708,16 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
     training: also plan training graphs (forward and backward), which
       torch 2.11 gives only its reuse pass (PythonWrapperCodegen.
       run_wrapper_ir_passes); off by default (docs/gpu.md, "Training graphs").
+    entry_cache: send, with each inference graph, the caching allocator's
+      free blocks that torch.cuda.empty_cache() cannot release (those of
+      segments that hold a live tensor) at compile time, so that the
+      service's reserved bytes and its choice of pools (strategy "auto")
+      count on them (cached_blocks(); docs/gpu.md, "Peak reserved").
+      Training graphs go without: at run time a step's forward starts
+      after the previous step's gradients were freed into the cache, which
+      no compile-time snapshot shows. False: plans that depend on the
+      graph alone (the service's plan cache then serves every process
+      compiling the graph).
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
@@ -726,6 +737,7 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
                                backoff=backoff)
     state = _install_on(mp, client, strategy, pool_mode, send, owns_client,
                         training)
+    state.entry_cache = bool(entry_cache)
     _install_codegen(state)
     if training:
         _install_training(state)
@@ -888,6 +900,9 @@ def _allocate_from_service(state, planner):
     if state.send == "events" and lines is not None:
         request, allocate_lines = _events_request(
             mp, lines, groups, options, _graph_memory(mp, lines))
+    if state.entry_cache and _graph_phase(mp) == "inference":
+        request.cached_blocks.extend(_entry_cache(
+            {str(allocation.device) for allocation in allocations}))
     response = state.client.plan(request)
 
     placement = read_placement(
@@ -921,6 +936,47 @@ def _allocate_from_service(state, planner):
         "request": request, "buffers_request": buffers_request,
         "response": response,
     }
+
+
+def cached_blocks(segments, devices):
+    """CachedBlocks for `devices` ({"cuda:0", ...}) from `segments`
+    (torch.cuda.memory_snapshot()): the free ("inactive") blocks of the
+    segments that hold a block in use, which torch.cuda.empty_cache()
+    cannot release, in the snapshot's order. Free segments are left out:
+    empty_cache() may release them before the graph runs."""
+    blocks = []
+    for segment in segments:
+        device = f"cuda:{segment.get('device', 0)}"
+        if device not in devices:
+            continue
+        states = [block.get("state", "") for block in segment["blocks"]]
+        if not any(state.startswith("active") for state in states):
+            continue
+        small = segment.get("segment_type") == "small"
+        for block in segment["blocks"]:
+            if block.get("state") == "inactive" and block["size"] > 0:
+                blocks.append(pb.CachedBlock(device=device,
+                                             size_bytes=int(block["size"]),
+                                             small_pool=small))
+    return blocks
+
+
+def _entry_cache(devices):
+    """cached_blocks() of the CUDA caching allocator now (the graph's
+    compile time); [] without CUDA devices or where the snapshot cannot be
+    read (logged)."""
+    if not any(device.startswith("cuda") for device in devices):
+        return []
+    try:
+        import torch
+    except ImportError:  # Inductor's stand-ins in tests
+        return []
+    try:
+        return cached_blocks(torch.cuda.memory_snapshot(), devices)
+    except Exception as error:  # never a reason to fail the plan
+        log.warning("memplan: cannot read the caching allocator's blocks: "
+                    "%s", error)
+        return []
 
 
 def _graph_memory(mp, lines):
