@@ -24,6 +24,10 @@ configuration's graphs to another. The configurations:
                    pools against the whole graph's peak
   memplan_partition_none  strategy auto in pool mode none: partitioned
                    pools that never grow past their first buffer
+  memplan_partition_cold  memplan_partition without the caching
+                   allocator's blocks at compile time (install(...,
+                   entry_cache=False)): the service's model starts from an
+                   empty cache
 
 Workers run in waves per GPU: a wave is every configuration of
 max(1, parallel // configurations) (model, mode) pairs, started together
@@ -78,7 +82,10 @@ MODELS = VISION + TRANSFORMERS + DYNAMIC
 # "inductor_pools" are torch.compile's own. The memplan_<mode>
 # configurations are the pools that minimize pool bytes (strategy optimal:
 # best fit, then the exact search); memplan_partition is strategy auto,
-# which partitions the pools of a whole graph (issue 21).
+# which partitions the pools of a whole graph (issue 21). Every memplan
+# configuration sends the caching allocator's blocks at compile time
+# (install's entry_cache) but the ones named here.
+COLD = ("memplan_partition_cold",)
 CONFIGS = {
     "default": (None, None),
     "inductor_pools": (None, "intermediates"),
@@ -87,6 +94,7 @@ CONFIGS = {
     "memplan_none": ("optimal", "none"),
     "memplan_partition": ("auto", "intermediates"),
     "memplan_partition_none": ("auto", "none"),
+    "memplan_partition_cold": ("auto", "intermediates"),
 }
 # Relative error against eager that every configuration may have, at least
 # (compiled kernels reorder float sums); the check's bound is the larger of
@@ -360,6 +368,7 @@ def per_graph_peaks(record, configs, workers):
             g["default_calls"] = default_calls[k].get("calls")
             g["phase"] = default_calls[k]["phase"]
         request_json = None
+        cached_blocks = {}  # config -> the cached blocks its request sent
         for config in memplan:
             calls = workers[config]["graph_calls"]
             if k >= len(calls):
@@ -394,6 +403,9 @@ def per_graph_peaks(record, configs, workers):
                 g["baseline_calls"] = h.get("baseline_allocations")
                 if request_json is None:
                     request_json = h["request"]
+                if h.get("request") is not None:
+                    cached_blocks[config[len("memplan_"):]] = \
+                        h["request"].get("cached_blocks", [])
             g[config] = entry
         record["graphs"].append(g)
         if request_json is not None:
@@ -411,6 +423,7 @@ def per_graph_peaks(record, configs, workers):
                 "memplan_measured_reserved": {
                     c[len("memplan_"):]: g[c].get("measured_reserved")
                     for c in memplan if c in g},
+                "memplan_cached_blocks": cached_blocks,
                 "default_measured_calls": g.get("default_calls"),
                 "memplan_measured_calls": {
                     c[len("memplan_"):]: g[c].get("calls")
@@ -537,8 +550,10 @@ def markdown(results, configs):
     lines += per_graph_table(results, memplan, "measured", "baseline",
                              "predicted")
     lines += ["", "Per compiled graph, reserved (MiB above the graph's "
-              "entry; the service's caching-allocator model starts from an "
-              "empty cache): default measured / service baseline_reserved; "
+              "entry; the service's caching-allocator model starts from "
+              "the cached blocks the hook sent, or an empty cache; the "
+              "baseline's from the last memplan configuration's): default "
+              "measured / service baseline_reserved; "
               "memplan measured / service predicted_reserved", ""]
     lines += per_graph_table(results, memplan, "measured_reserved",
                              "baseline_reserved", "predicted_reserved")
@@ -818,7 +833,8 @@ def run_worker(args):
         force_training_pools(torch, config == "inductor_pools" and training)
         if config.startswith("memplan_"):
             hook.install(args.target, strategy=CONFIGS[config][0],
-                         training=True, timeout=60.0)
+                         training=True, timeout=60.0,
+                         entry_cache=config not in COLD)
             hook.reset_stats()
         fn = torch.compile(forward, options=options_of(config),
                            dynamic=True if dynamic else None)
