@@ -216,6 +216,13 @@ void WriteWholeGraphSeeds(SeedWriter& seeds) {
     seeds.Write("whole_graph_" + graph.name, request);
     v1::PlanMemoryRequest small = FirstEvents(request, 64);
     small.mutable_options()->set_strategy(v1::STRATEGY_PARTITION);
+    // With the caching allocator's blocks the hook sent, where it sent
+    // some.
+    if (auto it = graph.memplan_cached_blocks.find("partition");
+        it != graph.memplan_cached_blocks.end()) {
+      small.mutable_cached_blocks()->Assign(it->second.begin(),
+                                            it->second.end());
+    }
     seeds.Write("whole_graph64_" + graph.name, small);
   }
   // SmallRequest's buffers beside an extern output over [1, 3) and an

@@ -39,6 +39,30 @@ int64_t NumberField(const Struct& object, const std::string& key) {
              : static_cast<int64_t>(it->second.number_value());
 }
 
+// The number at `key`, or -1 where there is none.
+int64_t OptionalNumber(const Struct& object, const std::string& key) {
+  auto it = object.fields().find(key);
+  return it != object.fields().end() && it->second.has_number_value()
+             ? static_cast<int64_t>(it->second.number_value())
+             : -1;
+}
+
+// The numbers of the object at `key`, by name (none where it is absent).
+std::map<std::string, int64_t> NumberMap(const Struct& object,
+                                         const std::string& key) {
+  std::map<std::string, int64_t> numbers;
+  auto it = object.fields().find(key);
+  if (it == object.fields().end() || !it->second.has_struct_value()) {
+    return numbers;
+  }
+  for (const auto& [name, value] : it->second.struct_value().fields()) {
+    if (value.has_number_value()) {
+      numbers[name] = static_cast<int64_t>(value.number_value());
+    }
+  }
+  return numbers;
+}
+
 absl::StatusOr<CapturedGraph> ParseRecord(absl::string_view line) {
   Struct record;
   if (!JsonStringToMessage(std::string(line), &record).ok()) {
@@ -62,21 +86,26 @@ absl::StatusOr<CapturedGraph> ParseRecord(absl::string_view line) {
         absl::StrCat(graph.name, ": request is not a PlanMemoryRequest"));
   }
   graph.default_measured = NumberField(record, "default_measured");
-  for (const auto& [mode, value] :
-       fields.at("memplan_measured").struct_value().fields()) {
-    graph.memplan_measured[mode] = static_cast<int64_t>(value.number_value());
-  }
-  if (auto it = fields.find("default_measured_calls");
-      it != fields.end() && it->second.has_number_value()) {
-    graph.default_measured_calls =
-        static_cast<int64_t>(it->second.number_value());
-  }
-  if (auto it = fields.find("memplan_measured_calls");
+  graph.memplan_measured = NumberMap(record, "memplan_measured");
+  graph.default_measured_calls =
+      OptionalNumber(record, "default_measured_calls");
+  graph.memplan_measured_calls = NumberMap(record, "memplan_measured_calls");
+  graph.default_measured_reserved =
+      OptionalNumber(record, "default_measured_reserved");
+  graph.memplan_measured_reserved =
+      NumberMap(record, "memplan_measured_reserved");
+  if (auto it = fields.find("memplan_cached_blocks");
       it != fields.end() && it->second.has_struct_value()) {
-    for (const auto& [mode, value] : it->second.struct_value().fields()) {
-      if (value.has_number_value()) {
-        graph.memplan_measured_calls[mode] =
-            static_cast<int64_t>(value.number_value());
+    for (const auto& [mode, blocks] : it->second.struct_value().fields()) {
+      std::vector<v1::CachedBlock>& parsed = graph.memplan_cached_blocks[mode];
+      for (const auto& block : blocks.list_value().values()) {
+        std::string json;
+        if (!MessageToJsonString(block.struct_value(), &json).ok() ||
+            !JsonStringToMessage(json, &parsed.emplace_back()).ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(graph.name, ": memplan_cached_blocks.", mode,
+                           " holds something other than CachedBlocks"));
+        }
       }
     }
   }

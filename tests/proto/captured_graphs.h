@@ -21,13 +21,23 @@ struct CapturedGraph {
   v1::PlanMemoryRequest request;
   int64_t default_measured = 0;  // bytes above the graph's entry
   // Per memplan configuration ("intermediates", "combined", "none",
-  // "partition"): bytes above the graph's entry.
+  // "partition", "partition_none", "partition_cold"): bytes above the
+  // graph's entry.
   std::map<std::string, int64_t> memplan_measured;
   // Allocator calls over the graph's call (allocation.all.allocated), where
   // the capture has them: default's (-1 where not), and per memplan
   // configuration.
   int64_t default_measured_calls = -1;
   std::map<std::string, int64_t> memplan_measured_calls;
+  // Bytes: the growth of torch.cuda.memory_reserved over the graph's call
+  // in a step begun with torch.cuda.empty_cache(), where the capture has
+  // it: default's (-1 where not), and per memplan configuration.
+  int64_t default_measured_reserved = -1;
+  std::map<std::string, int64_t> memplan_measured_reserved;
+  // Per memplan configuration that sent some: the caching allocator's free
+  // blocks its request carried (PlanMemoryRequest.cached_blocks); the
+  // others sent none, whatever `request` carries.
+  std::map<std::string, std::vector<v1::CachedBlock>> memplan_cached_blocks;
 };
 
 // Returns the graphs of the gzip'd JSON lines at `path`

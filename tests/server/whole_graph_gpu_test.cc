@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/client.h"
@@ -100,9 +101,11 @@ constexpr KnownGap kKnownGaps[] = {
     {"gpt2.training.1", 0.18, kCombinedForwardPool},
     {"llama.training.1", 0.16, kCombinedForwardPool},
     {"bert.training.1", 0.02, kCachedBlocks},
-    // Run L's backward graph of swin_t (Inductor compiled another one than
-    // in runs H and I: 2651 events, 2589 before) is predicted 3.3% under
-    // the measurement with the partition plan, the baseline 1.1% under.
+    // swin_t's graphs are compiled differently from run to run (the
+    // backward: 2589 events in runs H and I, 2651 in L, 2673 in N); run N's
+    // backward is predicted 3.7% over the measurement with the partition
+    // plan from an empty cache (exact from the cached blocks), the
+    // baseline 2.5% under.
     {"swin_t.training.1", 0.04, kUndiagnosed},
     // t5's backward graphs, in call order (the last forward's first).
     {"t5.training.4", 0.03, kUndiagnosed},
@@ -134,6 +137,7 @@ const std::map<std::string, Configuration>& Configurations() {
           {"none", {v1::STRATEGY_OPTIMAL, v1::POOL_MODE_NONE}},
           {"partition", {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES}},
           {"partition_none", {v1::STRATEGY_AUTO, v1::POOL_MODE_NONE}},
+          {"partition_cold", {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES}},
       };
   return *kConfigurations;
 }
@@ -162,13 +166,22 @@ class WholeGraphGpuTest : public testing::Test {
     delete graphs_;
   }
 
-  // The service's plan of `graph` in `configuration`, validated.
+  // The service's plan of `graph` in `configuration`, validated: the
+  // request as the configuration sent it (its cached blocks, if any, with
+  // `cached`; none without).
   static v1::PlanMemoryResponse PlanAs(const CapturedGraph& graph,
-                                       const std::string& configuration) {
+                                       const std::string& configuration,
+                                       bool cached = true) {
     v1::PlanMemoryRequest request = graph.request;
     const Configuration& how = Configurations().at(configuration);
     request.mutable_options()->set_strategy(how.strategy);
     request.mutable_options()->set_pool_mode(how.pool_mode);
+    request.clear_cached_blocks();
+    if (auto it = graph.memplan_cached_blocks.find(configuration);
+        cached && it != graph.memplan_cached_blocks.end()) {
+      request.mutable_cached_blocks()->Assign(it->second.begin(),
+                                              it->second.end());
+    }
     absl::StatusOr<v1::PlanMemoryResponse> response =
         client_->PlanMemory(request);
     EXPECT_TRUE(response.ok())
@@ -213,7 +226,6 @@ TEST_F(WholeGraphGpuTest, PredictedAndBaselinePeaksAreWhatTheGpuMeasured) {
     const double bound = gap == nullptr ? kTarget : gap->bound;
     double worst = 0;
     std::string line = absl::StrFormat("%-34s", graph.name);
-    int64_t baseline = 0;
     for (const auto& [configuration, measured] : graph.memplan_measured) {
       const v1::PlanMemoryResponse response = PlanAs(graph, configuration);
       const double error =
@@ -225,8 +237,12 @@ TEST_F(WholeGraphGpuTest, PredictedAndBaselinePeaksAreWhatTheGpuMeasured) {
           << measured << " B"
           << (gap ? absl::StrCat(" (", gap->cause, ")") : std::string());
       absl::StrAppendFormat(&line, " %s %+.2f%%", configuration, 100 * error);
-      baseline = response.stats().baseline_peak_bytes();
     }
+    // Default's process sent no request: its cache at the entry is not
+    // known, so the baseline is the one from an empty cache.
+    const int64_t baseline = PlanAs(graph, "partition", /*cached=*/false)
+                                 .stats()
+                                 .baseline_peak_bytes();
     const double error = RelativeError(baseline, graph.default_measured);
     worst = std::max(worst, std::abs(error));
     EXPECT_LE(std::abs(error), bound)
@@ -310,6 +326,67 @@ TEST_F(WholeGraphGpuTest, PartitionPredictsNoMoreThanBaselineOrTheModes) {
       "of %zu plans (modes intermediates and none)\n",
       above_baseline, above_modes, 100 * kSlack, more_reserved,
       2 * graphs_->size());
+}
+
+// Graphs whose reserved bytes the model does not predict from the cached
+// blocks the hook sent, with the cause.
+constexpr std::pair<const char*, const char*> kReservedGaps[] = {
+    {"resnet18.inference.0",
+     "cuDNN's convolution workspace (9.2 MiB at conv1 in a memory snapshot) "
+     "takes a segment of its own inside the extern kernel call: 70 MiB "
+     "reserved against 50 predicted"},
+    {"t5.inference.2",
+     "t5's third graph of the step runs after two others, whose freed "
+     "pools' segments are cached at its entry; the hook sends only the "
+     "segments holding a live tensor at compile time: 72 MiB reserved "
+     "against 88 predicted"},
+};
+
+// Reserved bytes: a graph's segments grow from the caching allocator's
+// cache at its entry. The hook sends the free blocks of the segments that
+// hold a live tensor (which empty_cache() cannot release) with each
+// inference graph, and from them the model predicts the GPU's reserved
+// growth over the graph's call exactly (run N: 14 of the 16 inference
+// graphs); from an empty cache (partition_cold, the same plans' model
+// without the blocks) it predicts more on most of them. Training graphs
+// are printed, not checked: their step frees the previous step's gradients
+// into the cache before the forward, which no compile-time snapshot shows.
+TEST_F(WholeGraphGpuTest, ReservedBytesFollowTheCachedBlocks) {
+  int inference = 0, exact = 0, cold_exact = 0;
+  std::string lines;
+  for (const CapturedGraph& graph : *graphs_) {
+    auto blocks = graph.memplan_cached_blocks.find("partition");
+    auto measured = graph.memplan_measured_reserved.find("partition");
+    if (blocks == graph.memplan_cached_blocks.end() ||
+        measured == graph.memplan_measured_reserved.end()) {
+      continue;
+    }
+    const int64_t predicted =
+        PlanAs(graph, "partition").stats().predicted_reserved_bytes();
+    const int64_t cold = PlanAs(graph, "partition", /*cached=*/false)
+                             .stats()
+                             .predicted_reserved_bytes();
+    absl::StrAppendFormat(&lines,
+                          "%-34s measured %6.1f MiB, predicted %6.1f "
+                          "(from an empty cache %6.1f)\n",
+                          graph.name, measured->second / 1048576.0,
+                          predicted / 1048576.0, cold / 1048576.0);
+    if (!absl::StrContains(graph.name, ".inference.")) continue;
+    ++inference;
+    exact += predicted == measured->second;
+    cold_exact += cold == measured->second;
+    const bool gap =
+        std::any_of(std::begin(kReservedGaps), std::end(kReservedGaps),
+                    [&](const auto& g) { return graph.name == g.first; });
+    EXPECT_TRUE(gap || predicted == measured->second)
+        << graph.name << ": predicted " << predicted << " B reserved, measured "
+        << measured->second << " B";
+  }
+  EXPECT_GT(inference, 0);
+  std::printf(
+      "%sreserved bytes of inference graphs: predicted exactly on %d "
+      "of %d (from an empty cache: %d)\n",
+      lines.c_str(), exact, inference, cold_exact);
 }
 
 // Outputs of multi-output extern kernels of at most 8 bytes: attention's
