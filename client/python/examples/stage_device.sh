@@ -30,5 +30,6 @@ find "$out" -name __pycache__ -type d -prune -exec rm -rf {} +
 find "$out/debian-protobuf" -name '*.so' -delete
 cp "$here/compile_with_memplan.py" "$here/gpu_run.sh" "$out/"
 cp "$here/../../../tests/gpu/suite.py" "$here/../../../tests/gpu/run_suite.sh" \
+  "$here/../../../tests/gpu/step_profile.py" \
   "$out/gpu/"
 du -sh "$out"
