@@ -868,6 +868,8 @@ def run_worker(args):
                 "baseline_peak_bytes": g.get("baseline_peak_bytes"),
                 "predicted_reserved_bytes": g.get("predicted_reserved_bytes"),
                 "baseline_reserved_bytes": g.get("baseline_reserved_bytes"),
+                "cached_blocks": g.get("cached_blocks"),
+                "cached_block_bytes": g.get("cached_block_bytes"),
                 "predicted_allocations": g.get("predicted_allocations"),
                 "baseline_allocations": g.get("baseline_allocations"),
                 "total_pool_bytes": g.get("total_pool_bytes"),

@@ -586,6 +586,8 @@ class ServiceTest(unittest.TestCase):
             mp.MemoryPlanner().plan(lines)
         record = hook.stats()["graphs"][0]
         self.assertEqual(list(record["request"].cached_blocks), cached)
+        self.assertEqual((record["cached_blocks"],
+                          record["cached_block_bytes"]), (1, 2 << 20))
         self.assertEqual(record["predicted_reserved_bytes"], 0)
         self.assertEqual(record["baseline_reserved_bytes"], 0)
         without = self.client.plan(record["buffers_request"])

@@ -810,7 +810,8 @@ def stats():
        "predicted_peak_bytes", "baseline_peak_bytes" (the whole graph's,
        bytes above its entry, with the plan and without pools),
        "predicted_reserved_bytes", "baseline_reserved_bytes" (the caching
-       allocator's segments the service's model predicts),
+       allocator's segments the service's model predicts, from the
+       "cached_blocks" sent: their count and "cached_block_bytes"),
        "predicted_allocations", "baseline_allocations" (its allocator
        calls, with the plan and without pools), "cache",
        "usage_agrees" (events: Inductor's pool create/free lines are
@@ -925,6 +926,8 @@ def _allocate_from_service(state, planner):
         "baseline_peak_bytes": response.stats.baseline_peak_bytes,
         "predicted_reserved_bytes": response.stats.predicted_reserved_bytes,
         "baseline_reserved_bytes": response.stats.baseline_reserved_bytes,
+        "cached_blocks": len(request.cached_blocks),
+        "cached_block_bytes": sum(b.size_bytes for b in request.cached_blocks),
         "predicted_allocations": response.stats.predicted_allocations,
         "baseline_allocations": response.stats.baseline_allocations,
         "phase": _graph_phase(mp),
