@@ -44,16 +44,7 @@ def worker(model_name, mode, config, target, out):
     model, inputs, loss_of, forward, _ = suite.build(torch, model_name, mode)
     params = [p for p in model.parameters() if p.requires_grad]
     training = mode == "training"
-
-    def step(fn):
-        if training:
-            for p in params:
-                p.grad = None
-            result = fn(model, **inputs)
-            loss_of(result).backward()
-            return result
-        with torch.no_grad():
-            return fn(model, **inputs)
+    step = suite.stepper(torch, model, inputs, loss_of, params, training)
 
     suite.force_training_pools(torch, config == "inductor_pools" and training)
     if config.startswith("memplan_"):

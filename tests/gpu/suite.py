@@ -784,6 +784,23 @@ def bitwise_equal(torch, actual, expected):
         for p in ("outputs", "gradients"))
 
 
+def stepper(torch, model, inputs, loss_of, params, training):
+    """One step of `model` with the compiled or eager `fn`: step(fn) runs
+    the forward (training: with `params`' gradients set to None first, then
+    loss_of(output).backward(); inference: under no_grad) and returns the
+    output."""
+    def step(fn):
+        if training:
+            for p in params:
+                p.grad = None
+            out = fn(model, **inputs)
+            loss_of(out).backward()
+            return out
+        with torch.no_grad():
+            return fn(model, **inputs)
+    return step
+
+
 def run_worker(args):
     """One configuration of one (model, mode): see the module's doc. Writes
     its record (args.out) and its step's outputs and gradients (.pt beside
@@ -809,15 +826,7 @@ def run_worker(args):
     params = [p for p in model.parameters() if p.requires_grad]
     calls = GraphCalls(torch)
 
-    def step(fn):
-        if training:
-            for p in params:
-                p.grad = None
-            out = fn(model, **inputs)
-            loss_of(out).backward()
-            return out
-        with torch.no_grad():
-            return fn(model, **inputs)
+    step = stepper(torch, model, inputs, loss_of, params, training)
 
     def results_of(out):
         return {"outputs": tensors_of(torch, out),

@@ -535,7 +535,7 @@ class PoolRoot:
 
 class _Installed:
     def __init__(self, mp, client, owns_client, strategy, pool_mode, send,
-                 training):
+                 training, entry_cache):
         self.mp = mp
         self.client = client
         self.owns_client = owns_client  # closed by uninstall()
@@ -543,7 +543,7 @@ class _Installed:
         self.pool_mode = pool_mode
         self.send = send
         self.training = training
-        self.entry_cache = True  # install(entry_cache=...)
+        self.entry_cache = entry_cache
         planner = mp.MemoryPlanner
         self.original_plan = planner.plan
         self.original_allocate_groups = planner.allocate_groups
@@ -736,8 +736,7 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
         client = MemplanClient(target, timeout=timeout, retries=retries,
                                backoff=backoff)
     state = _install_on(mp, client, strategy, pool_mode, send, owns_client,
-                        training)
-    state.entry_cache = bool(entry_cache)
+                        training, bool(entry_cache))
     _install_codegen(state)
     if training:
         _install_training(state)
@@ -745,14 +744,14 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
 
 
 def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
-                training=False):
+                training=False, entry_cache=True):
     """install() on the memory_planning module `mp` (tests hand in a fake):
     the planner's plan and allocate_groups; returns the state."""
     global _state
     if _state is not None:
         uninstall()
     state = _Installed(mp, client, owns_client, strategy, pool_mode, send,
-                       training)
+                       training, entry_cache)
 
     def plan(planner, lines):
         planner._memplan_lines = [*lines]
