@@ -369,35 +369,117 @@ class Code:
         self.lines.extend(lines)
 
 
+class Root:
+    """The hook's PoolRoot as its codegen reads it: what the pool holds and
+    its size in bytes."""
+
+    def __init__(self, size):
+        self.placed = []
+        self.size = size
+
+    def get_size_hint(self):
+        return self.size
+
+    def get_symbolic_size(self):
+        return types.SimpleNamespace(is_Integer=True)
+
+
 class Pool:
-    def __init__(self, name):
+    def __init__(self, name, size=4096):
         self.name = name
         self.names_to_del = [name]
+        self.device = types.SimpleNamespace(type="cuda")
+        self.root = Root(size)
 
     def codegen_create(self, wrapper, code):
         code.writeline(f"{self.name} = empty_strided_cuda(...)")
 
 
+class DType:
+    """A torch.dtype as the hook's codegen reads it: str() and itemsize."""
+
+    def __init__(self, name, itemsize):
+        self.name = name
+        self.itemsize = itemsize
+
+    def __str__(self):
+        return f"torch.{self.name}"
+
+
+FLOAT32, INT64, UINT8 = DType("float32", 4), DType("int64", 8), \
+    DType("uint8", 1)
+
+
+class PoolNode(Node):
+    def __init__(self, name, dtype, size, stride):
+        super().__init__(name, dtype)
+        self.size = size
+        self.stride = stride
+
+    def get_size(self):
+        return self.size
+
+    def get_stride(self):
+        return self.stride
+
+
+class Wrapper:
+    """PythonWrapperCodegen's pool codegen, as torch 2.11 writes it."""
+    declare = ""
+    ending = ""
+
+    def codegen_python_shape_tuple(self, shape):
+        parts = [str(x) for x in shape]
+        return f"({parts[0]}, )" if len(parts) == 1 else \
+            f"({', '.join(parts)})"
+
+    def codegen_sizevar(self, x):
+        return str(x)
+
+    def make_allocation(self, name, device, dtype, shape, stride):
+        return (f"{name} = empty_strided_{device.type}("
+                f"{self.codegen_python_shape_tuple(shape)}, "
+                f"{self.codegen_python_shape_tuple(stride)}, {dtype})")
+
+    def codegen_alloc_from_pool(self, name, offset, dtype, shape, stride):
+        return (f"alloc_from_pool({name}, {offset}, {dtype}, "
+                f"{self.codegen_python_shape_tuple(shape)}, "
+                f"{self.codegen_python_shape_tuple(stride)})", [])
+
+
 class PoolAllocation:
-    def __init__(self, pool, offset):
+    """Inductor's Allocation: without a wrapper that writes pools (the
+    first tests' stand-in), its codegen_alloc_from_pool is short."""
+
+    def __init__(self, pool, offset, node, size_hint):
         self.pool = pool
         self.offset = offset
+        self.node = node
+        self.size_hint = size_hint
+        pool.root.placed.append((self, offset))
 
     def codegen_alloc_from_pool(self, wrapper):
-        return f"alloc_from_pool({self.pool.name}, {self.offset})", []
+        if not hasattr(wrapper, "codegen_alloc_from_pool"):
+            return f"alloc_from_pool({self.pool.name}, {self.offset})", []
+        return wrapper.codegen_alloc_from_pool(
+            self.pool.name, self.offset, self.node.get_dtype(),
+            self.node.get_size(), self.node.get_stride())
 
 
 class PoolGroup:
-    def __init__(self, names, pool, offset):
+    def __init__(self, names, pool, offset, dtype="torch.float32",
+                 size=(4,), stride=(1,), size_hint=16):
         self.names = names
-        self.allocation = PoolAllocation(pool, offset)
+        self.node = PoolNode(names[0], dtype, size, stride)
+        self.allocation = PoolAllocation(pool, offset, self.node, size_hint)
 
 
 class AllocFromPoolLine:
-    def __init__(self, group, first=False):
-        self.wrapper = types.SimpleNamespace(declare="", ending="")
+    def __init__(self, group, first=False, wrapper=None):
+        self.wrapper = wrapper or types.SimpleNamespace(declare="",
+                                                        ending="")
         self.group = group
-        self.node = Node(group.names[0])
+        self.node = group.node
         self.is_first_pool_usage = first
 
 
@@ -433,21 +515,27 @@ class CachedBlocksTest(unittest.TestCase):
              ("cuda:0", (2 << 20) - 1536, True)])
 
 
+def generate_pool_code(lines):
+    """The code the hook's pool codegen writes for AllocFromPoolLines and
+    DeallocFromPoolLines, in order."""
+    mp = types.SimpleNamespace(AllocFromPoolLine=AllocFromPoolLine)
+    hook._mark_last_allocations(mp, lines)
+    code = Code()
+    for line in lines:
+        if isinstance(line, AllocFromPoolLine):
+            hook._alloc_from_pool_codegen(line, code)
+        else:
+            hook._dealloc_from_pool_codegen(line, code)
+    return code.lines
+
+
 class PoolCodegenTest(unittest.TestCase):
     """The generated code frees each pooled buffer at its last use and each
     pool after its last allocation, so its storage returns at its last
     buffer's free."""
 
     def generate(self, lines):
-        mp = types.SimpleNamespace(AllocFromPoolLine=AllocFromPoolLine)
-        hook._mark_last_allocations(mp, lines)
-        code = Code()
-        for line in lines:
-            if isinstance(line, AllocFromPoolLine):
-                hook._alloc_from_pool_codegen(line, code)
-            else:
-                hook._dealloc_from_pool_codegen(line, code)
-        return code.lines
+        return generate_pool_code(lines)
 
     def test_buffers_and_pools_are_freed_at_their_last_use(self):
         pool0, pool1 = Pool("pool0"), Pool("pool1")
@@ -484,6 +572,95 @@ class PoolCodegenTest(unittest.TestCase):
             ["pool0 = empty_strided_cuda(...)",
              "buf0 = alloc_from_pool(pool0, 0)", "del buf0",
              "buf1 = alloc_from_pool(pool0, 0)", "del pool0", "del buf1"])
+
+
+class PoolViewTest(unittest.TestCase):
+    """Each pooled buffer is a reinterpret_tensor of its pool's view in its
+    dtype (one alloc_from_pool per pool and dtype), not a dispatcher call
+    of its own."""
+
+    def generate(self, lines):
+        return generate_pool_code(lines)
+
+    def test_one_typed_view_per_pool_and_dtype(self):
+        wrapper, pool = Wrapper(), Pool("pool0")
+        a = PoolGroup(["buf0"], pool, 0, FLOAT32, (16, 8), (8, 1))
+        b = PoolGroup(["buf1"], pool, 512, INT64, (4, ), (1, ))
+        c = PoolGroup(["buf2"], pool, 1024, FLOAT32, (2, 3), (1, 2))
+        self.assertEqual(self.generate([
+            AllocFromPoolLine(a, first=True, wrapper=wrapper),
+            AllocFromPoolLine(b, wrapper=wrapper),
+            DeallocFromPoolLine(a), AllocFromPoolLine(c, wrapper=wrapper),
+            DeallocFromPoolLine(b), DeallocFromPoolLine(c, last=True)]), [
+            "pool0 = empty_strided_cuda(...)",
+            "pool0_float32 = alloc_from_pool(pool0, 0, torch.float32, "
+            "(0, ), (1, ))",
+            "buf0 = reinterpret_tensor(pool0_float32, (16, 8), (8, 1), 0)",
+            # The pool's only int64 buffer: a typed view would save nothing.
+            "buf1 = alloc_from_pool(pool0, 512, torch.int64, (4, ), (1, ))",
+            "del buf0",
+            # The offset in elements: 1024 bytes of float32.
+            "buf2 = reinterpret_tensor(pool0_float32, (2, 3), (1, 2), 256)",
+            "del pool0, pool0_float32",
+            "del buf1",
+            "del buf2"])
+
+    def test_alloc_from_pool_where_the_offset_is_not_whole_elements(self):
+        wrapper, pool = Wrapper(), Pool("pool0")
+        a = PoolGroup(["buf0"], pool, 2, FLOAT32)
+        b = PoolGroup(["buf1"], pool, 64, FLOAT32)
+        self.assertEqual(self.generate([
+            AllocFromPoolLine(a, first=True, wrapper=wrapper),
+            AllocFromPoolLine(b, wrapper=wrapper),
+            DeallocFromPoolLine(a), DeallocFromPoolLine(b, last=True)]), [
+            "pool0 = empty_strided_cuda(...)",
+            "buf0 = alloc_from_pool(pool0, 2, torch.float32, (4, ), (1, ))",
+            "pool0_float32 = alloc_from_pool(pool0, 0, torch.float32, "
+            "(0, ), (1, ))",
+            "buf1 = reinterpret_tensor(pool0_float32, (4, ), (1, ), 16)",
+            "del pool0, pool0_float32",
+            "del buf0",
+            "del buf1"])
+
+    def test_a_pool_of_one_buffer_is_that_buffer(self):
+        # The caching allocator rounds 4000 and 4096 bytes alike (4096):
+        # buf0 is allocated itself and pool0 never made. buf1's pool is
+        # a block larger than buf1 would get.
+        wrapper = Wrapper()
+        pool0, pool1 = Pool("pool0", 4096), Pool("pool1", 8192)
+        a = PoolGroup(["buf0", "buf2"], pool0, 0, FLOAT32, (1000, ), (1, ),
+                      size_hint=4000)
+        b = PoolGroup(["buf1"], pool1, 0, FLOAT32, (1000, ), (1, ),
+                      size_hint=4000)
+        self.assertEqual(self.generate([
+            AllocFromPoolLine(a, first=True, wrapper=wrapper),
+            AllocFromPoolLine(b, first=True, wrapper=wrapper),
+            DeallocFromPoolLine(a, last=True),
+            DeallocFromPoolLine(b, last=True)]), [
+            "buf0 = empty_strided_cuda((1000, ), (1, ), torch.float32)",
+            "pool1 = empty_strided_cuda(...)",
+            "buf1 = alloc_from_pool(pool1, 0, torch.float32, (1000, ), "
+            "(1, ))",
+            "del pool1",
+            "del buf0, buf2",
+            "del buf1"])
+
+    def test_a_wrapper_that_writes_no_python_pool_views_keeps_its_own(self):
+        class CppWrapper(Wrapper):
+            def codegen_alloc_from_pool(self, name, offset, dtype, shape,
+                                        stride):
+                return f"cpp_alloc({name}, {offset})", ["// setup"]
+
+        pool = Pool("pool0")
+        a = PoolGroup(["buf0"], pool, 0, FLOAT32)
+        self.assertEqual(self.generate([
+            AllocFromPoolLine(a, first=True, wrapper=CppWrapper()),
+            DeallocFromPoolLine(a, last=True)]), [
+            "pool0 = empty_strided_cuda(...)",
+            "// setup",
+            "buf0 = cpp_alloc(pool0, 0)",
+            "del pool0",
+            "del buf0"])
 
 
 class ServiceTest(unittest.TestCase):
@@ -592,6 +769,23 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual(record["baseline_reserved_bytes"], 0)
         without = self.client.plan(record["buffers_request"])
         self.assertGreater(without.stats.predicted_reserved_bytes, 0)
+
+    def test_the_alignment_goes_with_the_graph(self):
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+        hook._install_on(mp, self.client, "auto", None, "events",
+                         alignment=512)
+        mp.MemoryPlanner().plan(lines)
+        record = hook.stats()["graphs"][0]
+        self.assertEqual(record["request"].options.alignment, 512)
+        self.assertTrue(all(a.offset % 512 == 0
+                            for a in record["response"].assignments))
+        self.assertGreater(len(record["response"].assignments), 1)
+
+    def test_an_alignment_not_a_power_of_two_is_refused(self):
+        for alignment in (3, -64, 1 << 31, 64.0):
+            with self.assertRaisesRegex(ValueError, "alignment"):
+                hook.install(self.server.target, alignment=alignment)
 
     def test_a_line_that_plans_nothing_keeps_the_events(self):
         # A NullLine inside the first run: the same groups, timesteps and

@@ -30,7 +30,9 @@ pools and offsets it writes are the service's:
   3. From the response it builds Inductor's AllocationPool objects, one per
      service pool, named as the service named them (pool0, ...), sized by
      the service, each Allocation finalized at the service's offset; Inductor's
-     codegen then emits exactly those pools and offsets.
+     codegen then emits exactly those pools and offsets (the hook's own
+     AllocFromPoolLine / DeallocFromPoolLine codegen writes them: see "Pools
+     freed where the plan frees them").
   4. With events, it checks that Inductor's mark_first_last_usage creates and
      frees each pool at the events the service named (first_allocation_event,
      last_free_event); stats() reports the outcome.
@@ -535,7 +537,7 @@ class PoolRoot:
 
 class _Installed:
     def __init__(self, mp, client, owns_client, strategy, pool_mode, send,
-                 training, entry_cache):
+                 training, entry_cache, alignment=0):
         self.mp = mp
         self.client = client
         self.owns_client = owns_client  # closed by uninstall()
@@ -544,6 +546,7 @@ class _Installed:
         self.send = send
         self.training = training
         self.entry_cache = entry_cache
+        self.alignment = alignment  # PlanOptions.alignment: 0 is 64
         planner = mp.MemoryPlanner
         self.original_plan = planner.plan
         self.original_allocate_groups = planner.allocate_groups
@@ -567,12 +570,17 @@ def _patch(state, owner, attribute, value):
 # view keeps the whole storage alive, so the storage returns to the caching
 # allocator only once the pool's name and every view are gone. The hook's
 # codegen makes the generated code free what the plan frees:
-#   - each AllocFromPoolLine writes its own alloc_from_pool (no `bufM =
+#   - each AllocFromPoolLine writes its own view of the pool (no `bufM =
 #     bufN  # alloc` alias, which a `del bufN` would break), and the pool's
-#     last one is followed by `del pool` (no later line takes from it);
+#     last one is followed by `del pool` and the pool's typed views (no
+#     later line takes from them);
 #   - each DeallocFromPoolLine deletes its buffer group's names, at the
 #     group's last use; the pool's storage returns at the last of them
 #     (Pool.last_free_event), or never for a pool holding an output.
+# And it writes them cheaply (_own_allocation, _pool_view): a pool holding
+# one buffer is that buffer's own empty_strided (as default torch.compile
+# allocates it); a pool's buffers of one dtype are reinterpret_tensor views
+# of one view of the pool in that dtype, not a dispatcher call each.
 
 def _mark_last_allocations(mp, lines):
     """Marks the last AllocFromPoolLine of each pool in planned `lines`."""
@@ -593,16 +601,131 @@ def _deleted(pool):
 def _alloc_from_pool_codegen(line, code):
     allocation = line.group.allocation
     pool = allocation.pool
+    pool.names_to_del.extend(line.group.names)
+    own = _own_allocation(line.wrapper, pool, allocation, line.node.get_name())
+    if own is not None:
+        code.writeline(own)
+        _deleted(pool).add(pool.name)  # never made: nothing to delete
+        return
     if line.is_first_pool_usage:
         pool.codegen_create(line.wrapper, code)
-    pool.names_to_del.extend(line.group.names)
-    expression, setup = allocation.codegen_alloc_from_pool(line.wrapper)
-    code.writelines(setup)
+    expression = _pool_view(line.wrapper, allocation, code)
     code.writeline(f"{line.wrapper.declare}{line.node.get_name()} = "
                    f"{expression}{line.wrapper.ending}")
     if getattr(line, "memplan_last_allocation", False):
-        code.writeline(f"del {pool.name}")
-        _deleted(pool).add(pool.name)
+        names = [pool.name, *_typed_bases(pool).values()]
+        code.writeline("del " + ", ".join(names))
+        _deleted(pool).update(names)
+
+
+def _offset_alignment():
+    """Bytes every pool offset is a multiple of, whoever planned the graph:
+    Inductor's ALIGN_BYTES (64) where it falls back, the hook's alignment
+    (0: 64) where the service did."""
+    alignment = _state.alignment if _state is not None else 0
+    return min(64, alignment or 64)
+
+
+def _typed_bases(pool):
+    """dtype -> the name of `pool`'s view in that dtype (see _pool_view)."""
+    return pool.__dict__.setdefault("memplan_typed_bases", {})
+
+
+def _written(result):
+    """A wrapper codegen's (expression, setup lines), from either form
+    Inductor's codegen_alloc_from_pool returns (a string, or both)."""
+    return (result, []) if isinstance(result, str) else result
+
+
+def _is_zero(expression):
+    return getattr(expression, "is_Integer", isinstance(expression, int)) \
+        and int(expression) == 0
+
+
+def _own_allocation(wrapper, pool, allocation, name):
+    """The line that allocates `allocation`'s buffer by itself
+    (`buf3 = empty_strided_cuda(size, stride, dtype)`, as default
+    torch.compile does) where the service's pool holds nothing else: the
+    buffer alone, at offset 0, in a block the caching allocator rounds
+    (to 512 bytes) to the pool's own size, so that the GPU sees the same
+    allocation without the pool's creation and view (two calls, one of
+    them alloc_from_pool's dispatcher). None where the pool is needed:
+    other buffers, a symbolic size, a pool Inductor planned (fallback),
+    or a wrapper that does not allocate as Python's does."""
+    placed = getattr(pool.root, "placed", None)
+    make = getattr(wrapper, "make_allocation", None)
+    if placed is None or make is None or len(placed) != 1 \
+            or placed[0][0] is not allocation \
+            or not _is_zero(allocation.offset) \
+            or not getattr(pool.root.get_symbolic_size(), "is_Integer",
+                           False):
+        return None
+    rounded = [-(-int(size) // _BLOCK_ROUNDING) for size in (
+        allocation.size_hint, pool.root.get_size_hint())]
+    if rounded[0] != rounded[1]:
+        return None
+    node = allocation.node
+    text = make(name, pool.device, node.get_dtype(), tuple(node.get_size()),
+                tuple(node.get_stride()))
+    return text if text.startswith(f"{name} = empty_strided") else None
+
+
+# The CUDA caching allocator rounds every block up to a multiple of this
+# many bytes (c10/cuda/CUDACachingAllocator.cpp, kMinBlockSize).
+_BLOCK_ROUNDING = 512
+
+
+def _pool_view(wrapper, allocation, code):
+    """The expression of `allocation`'s buffer, a view of its pool; writes
+    to `code` what it needs first. torch 2.11 writes `alloc_from_pool(pool,
+    offset_bytes, dtype, size, stride)` for each buffer, a dispatcher call
+    (torch.ops.inductor._alloc_from_pool) that costs microseconds of CPU a
+    buffer from Python: launch-bound steps measured up to 1.2x slower than
+    default torch.compile's (docs/gpu.md, "Step time"). Here each pool gets
+    one such view per dtype (`pool1_float32 = alloc_from_pool(pool1, 0,
+    torch.float32, (0, ), (1, ))`, deleted with the pool), and each buffer
+    is `reinterpret_tensor(pool1_float32, size, stride, offset_elements)`
+    (torch._C._dynamo.guards._reinterpret_tensor, Inductor's own view of a
+    buffer: the same storage, dtype, offset, size and stride as
+    alloc_from_pool's, without the dispatcher). alloc_from_pool as Inductor
+    writes it where that saves nothing (the pool's only buffer of its
+    dtype) or cannot be written: a pool Inductor planned (fallback), a
+    wrapper whose pool views are not Python alloc_from_pool calls
+    (cpp_wrapper), or an offset that is not a whole number of elements."""
+    pool = allocation.pool
+    node = allocation.node
+    dtype = node.get_dtype()
+    itemsize = getattr(dtype, "itemsize", None)
+    offset = allocation.offset
+    elements = None
+    if itemsize and getattr(offset, "is_Integer", isinstance(offset, int)):
+        if int(offset) % itemsize == 0:
+            elements = int(offset) // itemsize
+    elif itemsize and _offset_alignment() % itemsize == 0:
+        from torch.utils._sympy.functions import FloorDiv
+        elements = FloorDiv(offset, itemsize)  # exact: see above
+    placed = getattr(pool.root, "placed", None) or ()
+    if sum(1 for other, _ in placed if other.node.get_dtype() == dtype) < 2:
+        elements = None  # one buffer of its dtype: a typed view saves nothing
+    bases = _typed_bases(pool)
+    if elements is not None and dtype not in bases:
+        base, setup = _written(wrapper.codegen_alloc_from_pool(
+            pool.name, 0, dtype, (0,), (1,)))
+        if base.startswith("alloc_from_pool("):
+            name = f"{pool.name}_{str(dtype).rsplit('.', 1)[-1]}"
+            code.writelines(setup)
+            code.writeline(f"{wrapper.declare}{name} = {base}"
+                           f"{wrapper.ending}")
+            bases[dtype] = name
+    if elements is None or dtype not in bases:
+        expression, setup = _written(
+            allocation.codegen_alloc_from_pool(wrapper))
+        code.writelines(setup)
+        return expression
+    return (f"reinterpret_tensor({bases[dtype]}, "
+            f"{wrapper.codegen_python_shape_tuple(tuple(node.get_size()))}, "
+            f"{wrapper.codegen_python_shape_tuple(tuple(node.get_stride()))}"
+            f", {wrapper.codegen_sizevar(elements)})")
 
 
 def _dealloc_from_pool_codegen(line, code):
@@ -671,7 +794,8 @@ def _install_cache_key(state):
         return
     previous = config.post_grad_custom_post_pass
     settings = f"memplan:{state.strategy}:{state.pool_mode}:{state.send}:" \
-               f"{state.training}:{state.entry_cache}:{_CODEGEN_VERSION}"
+               f"{state.training}:{state.entry_cache}:{state.alignment}:" \
+               f"{_CODEGEN_VERSION}"
 
     class MemplanCacheKey(CustomGraphPass):
         def __call__(self, graph):
@@ -686,12 +810,12 @@ def _install_cache_key(state):
 
 
 # Bumped when the code the hook makes Inductor write changes.
-_CODEGEN_VERSION = 2
+_CODEGEN_VERSION = 3
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
-            client=None, training=False, entry_cache=True):
+            client=None, training=False, entry_cache=True, alignment=0):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -718,25 +842,34 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       no compile-time snapshot shows. False: plans that depend on the
       graph alone (the service's plan cache then serves every process
       compiling the graph).
+    alignment: bytes every offset in a pool is a multiple of (the
+      service's PlanOptions.alignment: a power of two up to 2^30); 0: the
+      service's default, 64 (Inductor's ALIGN_BYTES). The caching
+      allocator aligns every block to 512 bytes.
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
     settings.
-    Raises ValueError for an unknown strategy, pool mode or send; ImportError
+    Raises ValueError for an unknown strategy, pool mode or send, or an
+    alignment that is not 0 or a power of two up to 2^30; ImportError
     without torch. Memory planning itself stays off unless
     torch._inductor.config.memory_planning is True.
     """
-    from torch._inductor.codegen import memory_planning as mp
     strategy_value(strategy)
     pool_mode_value(pool_mode)
     if send not in ("events", "buffers"):
         raise ValueError(f"send must be 'events' or 'buffers', not {send!r}")
+    if not isinstance(alignment, int) or alignment < 0 or \
+            alignment > 1 << 30 or alignment & (alignment - 1):
+        raise ValueError("alignment must be 0 or a power of two up to 2^30, "
+                         f"not {alignment!r}")
+    from torch._inductor.codegen import memory_planning as mp
     owns_client = client is None
     if owns_client:
         client = MemplanClient(target, timeout=timeout, retries=retries,
                                backoff=backoff)
     state = _install_on(mp, client, strategy, pool_mode, send, owns_client,
-                        training, bool(entry_cache))
+                        training, bool(entry_cache), alignment)
     _install_codegen(state)
     if training:
         _install_training(state)
@@ -744,14 +877,14 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
 
 
 def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
-                training=False, entry_cache=True):
+                training=False, entry_cache=True, alignment=0):
     """install() on the memory_planning module `mp` (tests hand in a fake):
     the planner's plan and allocate_groups; returns the state."""
     global _state
     if _state is not None:
         uninstall()
     state = _Installed(mp, client, owns_client, strategy, pool_mode, send,
-                       training, entry_cache)
+                       training, entry_cache, alignment)
 
     def plan(planner, lines):
         planner._memplan_lines = [*lines]
@@ -891,7 +1024,8 @@ def _allocate_from_service(state, planner):
     allocations = [group.allocation for group in groups]
     pool_mode = state.pool_mode or mp.config.memory_pool
     options = pb.PlanOptions(strategy=strategy_value(state.strategy),
-                             pool_mode=pool_mode_value(pool_mode))
+                             pool_mode=pool_mode_value(pool_mode),
+                             alignment=state.alignment)
     buffers_request = pb.PlanMemoryRequest(
         buffers=buffers_from_groups(groups), options=options)
 
