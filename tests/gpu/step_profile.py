@@ -46,16 +46,12 @@ def worker(model_name, mode, config, target, out):
     training = mode == "training"
     step = suite.stepper(torch, model, inputs, loss_of, params, training)
 
-    suite.force_training_pools(torch, config == "inductor_pools" and training)
-    if config.startswith("memplan_"):
-        hook.install(target, strategy=suite.CONFIGS[config][0], training=True,
-                     timeout=60.0, entry_cache=config not in suite.COLD)
+    suite.apply_config(torch, hook, target, config, training)
     fn = torch.compile(forward, options=suite.options_of(config))
     for _ in range(3):
         step(fn)
     torch.cuda.synchronize()
-    if config.startswith("memplan_"):
-        hook.uninstall()
+    suite.release_config(torch, hook)
     gpu, cpu = [], []
     for _ in range(40):
         torch.cuda.synchronize()

@@ -2,7 +2,8 @@
 
     python3 tests/gpu/suite.py --server BIN [--server-libs DIR] --out DIR \\
         [--models resnet18,gpt2,...] [--modes inference,training] \\
-        [--configs default,inductor_pools,...] [--gpus N] [--parallel N]
+        [--configs default,inductor_pools,...] [--gpus N] [--parallel N] \\
+        [--step-time]
 
 (From a folder that client/python/examples/stage_device.sh made, on a
 machine with a GPU, torch, torchvision, transformers and grpcio:
@@ -28,6 +29,9 @@ configuration's graphs to another. The configurations:
                    allocator's blocks at compile time (install(...,
                    entry_cache=False)): the service's model starts from an
                    empty cache
+  memplan_partition_a512  memplan_partition with every pool offset a
+                   multiple of 512 bytes (install(..., alignment=512)), as
+                   the caching allocator aligns default's buffers
 
 Workers run in waves per GPU: a wave is every configuration of
 max(1, parallel // configurations) (model, mode) pairs, started together
@@ -38,6 +42,19 @@ shared lock on its GPU's lock file from its start until its memory
 measurements are done, and an exclusive one around each timed step, so a
 wave times its steps once every worker of it has compiled and measured, one
 step at a time, the configurations interleaved.
+
+With --step-time the suite measures step time only, one worker per
+(model, mode) compiling every configuration in its one process (a
+process's CPU speed moved step times by up to 1.5x from process to
+process, whatever the code: docs/gpu.md, "Step time"): each configuration
+with a torch.compile backend of its own, so that dynamo never runs one
+configuration's code for another; then, alone on the GPU, rounds in which
+every configuration and a control (default's code again, in a slot of its
+own: what the same code measures from slot to slot) runs a warm-up step
+and its share of the timed steps, the order rotated each round. It writes
+results.json and table.md (step times against default's, rows within
+noise) and checks, in that one process, memplan's outputs and gradients
+against Inductor's own pools'.
 
 Each worker measures, for one compiled step (training: forward +
 loss.backward(), gradients set to None before) after compiling and
@@ -95,13 +112,22 @@ CONFIGS = {
     "memplan_partition": ("auto", "intermediates"),
     "memplan_partition_none": ("auto", "none"),
     "memplan_partition_cold": ("auto", "intermediates"),
+    "memplan_partition_a512": ("auto", "intermediates"),
 }
+# Configurations whose pool offsets are multiples of more than the
+# service's default 64 bytes (install's alignment): 512, the caching
+# allocator's block alignment, as every default torch.compile buffer has.
+ALIGNMENT = {"memplan_partition_a512": 512}
 # Relative error against eager that every configuration may have, at least
 # (compiled kernels reorder float sums); the check's bound is the larger of
 # this and twice default torch.compile's own error on the same model.
 EAGER_TOLERANCE = 1e-2
 # Rounds the timed steps of a configuration are split into (see run_worker).
 ROUNDS = 4
+# --step-time: the control's name (default's compiled code timed again, in
+# a slot of its own) and the least step-time ratio counted as noise.
+CONTROL = "default_again"
+STEP_NOISE_FLOOR = 0.02
 
 
 def parse_args():
@@ -121,6 +147,9 @@ def parse_args():
                         help="workers at once per GPU (0: CPU cores / GPUs)")
     parser.add_argument("--steps", type=int, default=20,
                         help="timed steps per configuration")
+    parser.add_argument("--step-time", action="store_true",
+                        help="time the configurations of each (model, mode)"
+                        " in one process, interleaved (see the doc)")
     parser.add_argument("--worker", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
@@ -185,12 +214,16 @@ def run_driver(args):
             pairs.put((model, mode))
     gpus = args.gpus or gpu_count()
     parallel = args.parallel or max(1, (os.cpu_count() or 1) // gpus)
-    per_wave = max(1, parallel // len(configs))
+    # A worker per configuration, or with --step-time one per (model, mode)
+    # that compiles and times them all.
+    groups = [",".join(configs)] if args.step_time else configs
+    per_wave = max(1, parallel // len(groups))
     results, lock = [], threading.Lock()
     started = time.time()
 
     def run_worker_process(gpu, model, mode, config):
-        name = f"{model}.{mode}.{config}"
+        name = f"{model}.{mode}." + ("step_time" if args.step_time
+                                      else config)
         out = os.path.join(workers_dir, name + ".json")
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu),
                    PYTHONUNBUFFERED="1")
@@ -199,6 +232,8 @@ def run_driver(args):
                    "--mode", mode, "--config", config,
                    "--steps", str(args.steps), "--out", out,
                    "--gpu-lock", os.path.join(args.out, f"gpu{gpu}.lock")]
+        if args.step_time:
+            command.append("--step-time")
         begin = time.time()
         with open(os.path.join(workers_dir, name + ".log"), "w") as log:
             process = subprocess.Popen(command, env=env, stdout=log,
@@ -215,8 +250,8 @@ def run_driver(args):
                     break
             if not wave:
                 return
-            running = {pair: [run_worker_process(gpu, *pair, config)
-                              for config in configs] for pair in wave}
+            running = {pair: [run_worker_process(gpu, *pair, group)
+                              for group in groups] for pair in wave}
             # Every worker of the wave done before any record is merged:
             # merging loads and compares results on the CPU, which would
             # disturb the wave's timed steps.
@@ -224,7 +259,7 @@ def run_driver(args):
             for pair, processes in running.items():
                 outcomes[pair] = {}
                 for (name, out, process, begin), config in zip(processes,
-                                                               configs):
+                                                               groups):
                     try:
                         code = process.wait(timeout=max(
                             1, args.worker_timeout - (time.time() - begin)))
@@ -236,7 +271,9 @@ def run_driver(args):
                                               round(time.time() - begin, 1))
             for (model, mode), outcome in outcomes.items():
                 try:
-                    record = merge_group(model, mode, configs, outcome)
+                    record = merge_step_times(model, mode, outcome) \
+                        if args.step_time else \
+                        merge_group(model, mode, configs, outcome)
                 except Exception as error:  # reported; the others go on
                     import traceback
                     traceback.print_exc()
@@ -248,7 +285,7 @@ def run_driver(args):
                     write_results(args, results)
                 print(f"[gpu {gpu}] {model} {mode}: " + ", ".join(
                     f"{c} exit {outcome[c][0]} {outcome[c][2]} s"
-                    for c in configs), flush=True)
+                    for c in groups), flush=True)
 
     threads = [threading.Thread(target=gpu_loop, args=(g,)) for g in
                range(gpus)]
@@ -260,7 +297,7 @@ def run_driver(args):
     table = write_results(args, results)
     print(table)
     print(f"suite: {len(results)} (model, mode) pairs, "
-          f"{len(results) * len(configs)} workers in "
+          f"{len(results) * len(groups)} workers in "
           f"{time.time() - started:.0f} s on {gpus} GPU(s), "
           f"{parallel} workers at once per GPU")
 
@@ -292,6 +329,27 @@ def merge_group(model, mode, configs, outcomes):
     check_results(record, configs, outcomes)
     per_graph_peaks(record, configs, workers)
     planned_calls(record, configs)
+    return record
+
+
+def merge_step_times(model, mode, outcomes):
+    """One (model, mode)'s record from its --step-time worker: per
+    configuration (and the control, CONTROL) the step time and what the
+    worker checked."""
+    (code, out, seconds), = outcomes.values()
+    record = {"model": model, "mode": mode, "configs": {}, "problems": [],
+              "worker_seconds": seconds}
+    worker = None
+    if os.path.exists(out):
+        with open(out) as f:
+            worker = json.load(f)
+    if code != 0 or worker is None:
+        record["problems"].append(f"step-time worker exit {code}")
+    if worker is not None:
+        record["device"] = worker.get("device")
+        record["torch"] = worker.get("torch")
+        record["configs"] = worker["metrics"]
+        record["problems"] += worker["problems"]
     return record
 
 
@@ -457,19 +515,24 @@ def planned_calls(record, configs):
 
 
 def write_results(args, results):
-    """Writes results.json, captured.jsonl.gz and table.md for the pairs
-    done so far (so a run cut short still leaves them); returns the
-    table."""
+    """Writes results.json, captured.jsonl.gz (not with --step-time) and
+    table.md for the pairs done so far (so a run cut short still leaves
+    them); returns the table."""
     results = sorted(results, key=lambda r: (
         r["mode"], MODELS.index(r["model"]) if r["model"] in MODELS else 99))
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump([{k: v for k, v in r.items() if k != "captured"}
                    for r in results], f, indent=1)
-    captured = [graph for r in results for graph in r.get("captured", [])]
-    with gzip.open(os.path.join(args.out, "captured.jsonl.gz"), "wt") as f:
-        for graph in captured:
-            f.write(json.dumps(graph, sort_keys=True) + "\n")
-    table = markdown(results, args.configs.split(","))
+    if args.step_time:
+        table = step_time_markdown(results, args.configs.split(","))
+    else:
+        captured = [graph for r in results
+                    for graph in r.get("captured", [])]
+        with gzip.open(os.path.join(args.out, "captured.jsonl.gz"),
+                       "wt") as f:
+            for graph in captured:
+                f.write(json.dumps(graph, sort_keys=True) + "\n")
+        table = markdown(results, args.configs.split(","))
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(table)
     return table
@@ -598,6 +661,68 @@ def markdown(results, configs):
         lines.append(f"- {r['model']} {r['mode']}: "
                      + ("; ".join(problems) if problems else "ok"))
     return "\n".join(lines) + "\n"
+def within_noise(ratio, control):
+    """Whether a step-time ratio to default is within noise: at most 2%
+    above default's, or twice the row's control (default's own code timed
+    in a slot of its own) off 1, whichever is larger."""
+    return ratio <= 1 + max(STEP_NOISE_FLOOR, 2 * abs(control - 1))
+
+
+def step_time_markdown(results, configs):
+    """The --step-time table: per (model, mode), each configuration's step
+    time (ms, median) and its ratio to default's, the control's ratio
+    (default timed again in a slot of its own: the noise); then per
+    configuration the geometric mean and worst ratio and the rows within
+    noise (within_noise)."""
+    device = next((r.get("device") for r in results if r.get("device")), "?")
+    torch_version = next((r.get("torch") for r in results if r.get("torch")),
+                         "?")
+    others = [c for c in configs if c != "default"]
+    lines = [f"GPU: {device}; torch {torch_version}; every configuration of "
+             "a row compiled and timed in one process, interleaved; "
+             "ms per step (median) and the ratio to default's", "",
+             "| model | mode | default | control | "
+             + " | ".join(others) + " |",
+             "| --- | --- | --- | --- |" + " --- |" * len(others)]
+    ratios = {c: [] for c in others}
+    for r in results:
+        m = r.get("configs", {})
+        base = m.get("default", {}).get("step_ms")
+        control = m.get(CONTROL, {}).get("step_ms")
+
+        def cell(ms):
+            if ms is None:
+                return "error"
+            return f"{ms:.2f}" + (f" ({ms / base:.3f})" if base else "")
+        cells = [cell(base), cell(control)]
+        for c in others:
+            ms = m.get(c, {}).get("step_ms")
+            cells.append(cell(ms))
+            if ms is not None and base and control:
+                ratios[c].append((ms / base, control / base))
+        lines.append(f"| {r['model']} | {r['mode']} | " + " | ".join(cells)
+                     + " |")
+    lines += ["", "Against default: geometric mean / worst ratio, rows within "
+              f"noise (at most +{STEP_NOISE_FLOOR:.0%} or twice the row's "
+              "control off 1)", "",
+              "| configuration | step time |", "| --- | --- |"]
+    for c in others:
+        if not ratios[c]:
+            continue
+        values = [x for x, _ in ratios[c]]
+        mean = math.exp(sum(math.log(x) for x in values) / len(values))
+        within = sum(1 for x, k in ratios[c] if within_noise(x, k))
+        lines.append(f"| {c} | {mean:.3f} / {max(values):.3f}, {within} of "
+                     f"{len(values)} |")
+    lines += ["", "Checks (one process: memplan's outputs and gradients "
+              "against Inductor's own pools')", ""]
+    for r in results:
+        problems = r.get("problems", [])
+        lines.append(f"- {r['model']} {r['mode']}: "
+                     + ("; ".join(problems) if problems else "ok"))
+    return "\n".join(lines) + "\n"
+
+
 # --- The worker --------------------------------------------------------------
 
 def seed_everything(torch):
@@ -801,6 +926,176 @@ def stepper(torch, model, inputs, loss_of, params, training):
     return step
 
 
+def step_results(torch, out, params, training):
+    """A step's outputs and (training) parameters' gradients, on the CPU."""
+    return {"outputs": tensors_of(torch, out),
+            "gradients": [p.grad.detach().float().cpu() for p in params]
+            if training else []}
+
+
+def apply_config(torch, hook, target, config, training):
+    """Puts `config`'s settings in place for a compile (torch.compile
+    compiles at the first call): Inductor's training-graph switch forced
+    for inductor_pools in training; for memplan configurations the hook
+    installed (service `target`, every graph planned, stats reset).
+    release_config undoes them."""
+    force_training_pools(torch, config == "inductor_pools" and training)
+    if config.startswith("memplan_"):
+        hook.install(target, strategy=CONFIGS[config][0], training=True,
+                     timeout=60.0, entry_cache=config not in COLD,
+                     alignment=ALIGNMENT.get(config, 0))
+        hook.reset_stats()
+
+
+def release_config(torch, hook):
+    """Undoes apply_config (whichever configuration it applied)."""
+    hook.uninstall()
+    force_training_pools(torch, False)
+
+
+def hook_stats(hook, m, problems, prefix=""):
+    """The hook's stats since apply_config; sets m's service_plans,
+    fallbacks and fallback_reasons, and adds a problem (after `prefix`) to
+    `problems` where a graph fell back."""
+    stats = hook.stats()
+    m["service_plans"] = stats["service_plans"]
+    m["fallbacks"] = stats["fallbacks"]
+    m["fallback_reasons"] = [g.get("reason") for g in stats["graphs"]
+                             if g["source"] != "service"]
+    if m["fallbacks"]:
+        problems.append(f"{prefix}{m['fallbacks']} graph(s) fell back: "
+                        f"{m['fallback_reasons']}")
+    if not stats["graphs"]:
+        problems.append(f"{prefix}the hook saw no graph")
+    return stats
+
+
+def backend_of(torch, config, dynamic):
+    """A torch.compile backend: Inductor with options_of(config), equal
+    only to itself. Dynamo runs a frame's cached code only under an equal
+    backend (its cache's backend match compares with ==), and Inductor's
+    own backends are equal when their options are: without this,
+    memplan_partition compiled after inductor_pools in one process would
+    run Inductor's pools."""
+    class Backend(torch._TorchCompileInductorWrapper):
+        __eq__ = object.__eq__
+        __hash__ = object.__hash__
+
+    backend = Backend(None, options_of(config), True if dynamic else None)
+    backend.__name__ = "inductor"  # torch.compile's name for it
+    return backend
+
+
+def run_step_time_worker(args):
+    """--step-time: the configurations of args.config (a comma list) of one
+    (model, mode) in this one process, so that they share its CPU speed
+    (docs/gpu.md, "Step time"): each compiled on the same model with a
+    backend of its own (backend_of) and run twice (compile, autotuning),
+    one after another; then, alone on the GPU (the exclusive lock), ROUNDS
+    rounds in which each configuration and the control (CONTROL: default's
+    code again, in a slot of its own) runs a warm-up step and its share of
+    args.steps timed ones (CUDA events), the order rotated every round;
+    recompiling is an error then (torch.compiler.set_stance
+    "fail_on_recompile"). Also compares, in this process, each memplan
+    configuration's and default's outputs and gradients with Inductor's
+    own pools'. Writes its record to args.out."""
+    gpu_lock = open(args.gpu_lock, "a+")
+    fcntl.flock(gpu_lock, fcntl.LOCK_SH)  # before any GPU work
+    import torch
+    import memplan.inductor as hook
+    torch._inductor.config.fx_graph_cache = False
+    torch._functorch.config.enable_autograd_cache = False
+    training = args.mode == "training"
+    configs = args.config.split(",")
+    worker = {"model": args.model, "mode": args.mode, "configs": configs,
+              "device": torch.cuda.get_device_name(),
+              "torch": torch.__version__, "metrics": {}, "problems": []}
+    model, inputs, loss_of, forward, dynamic = build(torch, args.model,
+                                                     args.mode)
+    params = [p for p in model.parameters() if p.requires_grad]
+    step = stepper(torch, model, inputs, loss_of, params, training)
+    fns, results = {}, {}
+    for config in configs:
+        m = worker["metrics"][config] = {}
+        try:
+            apply_config(torch, hook, args.target, config, training)
+            fn = torch.compile(forward,
+                               backend=backend_of(torch, config, dynamic),
+                               dynamic=True if dynamic else None)
+            counters = torch._dynamo.utils.counters["stats"]
+            graphs = counters["unique_graphs"]
+            begin = time.time()
+            step(fn)
+            torch.cuda.synchronize()
+            m["compile_seconds"] = round(time.time() - begin, 2)
+            results[config] = step_results(torch, step(fn), params, training)
+            # Dynamo's graphs compiled for this configuration: none would
+            # mean another configuration's code ran (see backend_of).
+            m["dynamo_graphs"] = counters["unique_graphs"] - graphs
+            if not m["dynamo_graphs"]:
+                worker["problems"].append(f"{config}: nothing compiled")
+            if config.startswith("memplan_"):
+                hook_stats(hook, m, worker["problems"], f"{config}: ")
+            fns[config] = fn
+        except Exception as error:  # reported; the others go on
+            import traceback
+            traceback.print_exc()
+            m["error"] = f"{type(error).__name__}: {error}"
+            worker["problems"].append(f"{config}: {m['error']}")
+        finally:
+            release_config(torch, hook)
+    reference = results.get("inductor_pools")
+    for config, ours in results.items():
+        if reference is None or config == "inductor_pools":
+            continue
+        m = worker["metrics"][config]
+        m["bitwise_equal_to_inductor_pools"] = bitwise_equal(torch, ours,
+                                                             reference)
+        m["error_vs_inductor_pools"] = relative_error(torch, ours, reference)
+    del results, reference
+
+    slots = list(fns)
+    if "default" in fns:
+        fns[CONTROL] = fns["default"]
+        slots.append(CONTROL)
+        worker["metrics"][CONTROL] = {}
+    times = {slot: [] for slot in slots}
+    torch.compiler.set_stance("fail_on_recompile")
+    fcntl.flock(gpu_lock, fcntl.LOCK_UN)
+    rounds = min(ROUNDS, args.steps)
+    for r in range(rounds):
+        fcntl.flock(gpu_lock, fcntl.LOCK_EX)
+        shift = r % len(slots) if slots else 0
+        for slot in slots[shift:] + slots[:shift]:
+            if slot not in fns:
+                continue  # failed in an earlier round
+            try:
+                step(fns[slot])
+                for _ in range(args.steps * (r + 1) // rounds
+                               - args.steps * r // rounds):
+                    torch.cuda.synchronize()
+                    begin = torch.cuda.Event(enable_timing=True)
+                    end = torch.cuda.Event(enable_timing=True)
+                    begin.record()
+                    step(fns[slot])
+                    end.record()
+                    torch.cuda.synchronize()
+                    times[slot].append(begin.elapsed_time(end))
+            except Exception as error:  # a recompile, say: reported
+                del fns[slot]
+                m = worker["metrics"][slot]
+                m["error"] = f"timing: {type(error).__name__}: {error}"
+                worker["problems"].append(f"{slot}: {m['error']}")
+        fcntl.flock(gpu_lock, fcntl.LOCK_UN)
+    for slot in fns:
+        m = worker["metrics"][slot]
+        m["step_ms_each"] = [round(t, 3) for t in times[slot]]  # in order
+        ordered = sorted(times[slot])
+        m["step_ms"] = ordered[len(ordered) // 2]
+    with open(args.out, "w") as f:
+        json.dump(worker, f, indent=1)
+
+
 def run_worker(args):
     """One configuration of one (model, mode): see the module's doc. Writes
     its record (args.out) and its step's outputs and gradients (.pt beside
@@ -829,9 +1124,7 @@ def run_worker(args):
     step = stepper(torch, model, inputs, loss_of, params, training)
 
     def results_of(out):
-        return {"outputs": tensors_of(torch, out),
-                "gradients": [p.grad.detach().float().cpu() for p in params]
-                if training else []}
+        return step_results(torch, out, params, training)
 
     def write():
         with open(args.out, "w") as f:
@@ -839,12 +1132,7 @@ def run_worker(args):
 
     eager = results_of(step(forward))
     try:
-        force_training_pools(torch, config == "inductor_pools" and training)
-        if config.startswith("memplan_"):
-            hook.install(args.target, strategy=CONFIGS[config][0],
-                         training=True, timeout=60.0,
-                         entry_cache=config not in COLD)
-            hook.reset_stats()
+        apply_config(torch, hook, args.target, config, training)
         fn = torch.compile(forward, options=options_of(config),
                            dynamic=True if dynamic else None)
         torch.cuda.synchronize()
@@ -861,15 +1149,7 @@ def run_worker(args):
             m["bitwise_run_to_run"] = bitwise_equal(torch, again, results)
             m["run_to_run_error"] = relative_error(torch, again, results)
         if config.startswith("memplan_"):
-            stats = hook.stats()
-            m["service_plans"] = stats["service_plans"]
-            m["fallbacks"] = stats["fallbacks"]
-            m["fallback_reasons"] = [g.get("reason") for g in stats["graphs"]
-                                     if g["source"] != "service"]
-            if m["fallbacks"]:
-                worker["problems"].append(
-                    f"{m['fallbacks']} graph(s) fell back: "
-                    f"{m['fallback_reasons']}")
+            stats = hook_stats(hook, m, worker["problems"])
             worker["hook_graphs"] = [{
                 "source": g["source"], "graph_id": g.get("graph_id"),
                 "phase": g.get("phase"), "planner": g.get("planner"),
@@ -888,8 +1168,7 @@ def run_worker(args):
                     g["request"], preserving_proto_field_name=True)
                 if g.get("request") is not None else None,
             } for g in stats["graphs"]]
-        hook.uninstall()
-        force_training_pools(torch, False)
+        release_config(torch, hook)
         # One step measured, after empty_cache.
         del out
         import gc
@@ -971,7 +1250,9 @@ def run_worker(args):
 
 if __name__ == "__main__":
     arguments = parse_args()
-    if arguments.worker:
+    if arguments.worker and arguments.step_time:
+        run_step_time_worker(arguments)
+    elif arguments.worker:
         run_worker(arguments)
     else:
         run_driver(arguments)

@@ -1,0 +1,82 @@
+"""The GPU suite's tables and records (tests/gpu/suite.py), without a GPU:
+the --step-time rule for noise, its table's ratios and summary, and how a
+step-time worker's record is merged."""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "gpu"))
+import suite  # noqa: E402
+
+
+def row(model, default, control, partition, problems=()):
+    configs = {"default": {"step_ms": default},
+               suite.CONTROL: {"step_ms": control},
+               "memplan_partition": {"step_ms": partition}
+               if partition is not None else {"error": "timing: boom"}}
+    return {"model": model, "mode": "inference", "device": "GPU X",
+            "torch": "2.11", "configs": configs, "problems": list(problems)}
+
+
+class WithinNoiseTest(unittest.TestCase):
+    def test_two_percent_is_the_floor(self):
+        self.assertTrue(suite.within_noise(1.02, 1.0))
+        self.assertFalse(suite.within_noise(1.021, 1.0))
+        self.assertTrue(suite.within_noise(0.5, 1.0))
+
+    def test_a_noisy_control_widens_the_band_either_way(self):
+        self.assertTrue(suite.within_noise(1.06, 0.97))
+        self.assertTrue(suite.within_noise(1.06, 1.03))
+        self.assertFalse(suite.within_noise(1.07, 1.03))
+
+
+class StepTimeTableTest(unittest.TestCase):
+    def test_ratios_summary_and_errors(self):
+        results = [row("resnet18", 10.0, 10.1, 10.5),
+                   row("gpt2", 5.0, 4.9, 5.05),
+                   row("bert", 8.0, 8.0, None, ["memplan_partition: boom"])]
+        table = suite.step_time_markdown(
+            results, ["default", "memplan_partition"])
+        self.assertIn("GPU: GPU X; torch 2.11", table)
+        self.assertIn("| resnet18 | inference | 10.00 (1.000) | "
+                      "10.10 (1.010) | 10.50 (1.050) |", table)
+        self.assertIn("| gpt2 | inference | 5.00 (1.000) | 4.90 (0.980) | "
+                      "5.05 (1.010) |", table)
+        self.assertIn("| bert | inference | 8.00 (1.000) | 8.00 (1.000) | "
+                      "error |", table)
+        # Geometric mean of 1.05 and 1.01; resnet18 is outside its band
+        # (its control is 1% off: 2%), gpt2 inside; bert not counted.
+        self.assertIn("| memplan_partition | 1.030 / 1.050, 1 of 2 |", table)
+        self.assertIn("- bert inference: memplan_partition: boom", table)
+        self.assertIn("- gpt2 inference: ok", table)
+
+
+class MergeStepTimesTest(unittest.TestCase):
+    def test_the_workers_metrics_become_the_record(self):
+        with tempfile.TemporaryDirectory() as folder:
+            out = os.path.join(folder, "w.json")
+            worker = row("gpt2", 5.0, 5.0, 5.1, ["x: y"])
+            worker["metrics"] = worker.pop("configs")
+            with open(out, "w") as f:
+                json.dump(worker, f)
+            record = suite.merge_step_times("gpt2", "inference",
+                                            {"a,b": (0, out, 12.5)})
+        self.assertEqual(record["configs"]["memplan_partition"],
+                         {"step_ms": 5.1})
+        self.assertEqual(record["device"], "GPU X")
+        self.assertEqual(record["problems"], ["x: y"])
+        self.assertEqual(record["worker_seconds"], 12.5)
+
+    def test_a_worker_that_wrote_nothing_is_a_problem(self):
+        record = suite.merge_step_times(
+            "gpt2", "training", {"a,b": ("timeout", "/nonexistent.json", 9)})
+        self.assertEqual(record["configs"], {})
+        self.assertEqual(record["problems"],
+                         ["step-time worker exit timeout"])
+
+
+if __name__ == "__main__":
+    unittest.main()
