@@ -147,19 +147,47 @@ def print_records(records):
             print(f"    pools: {pools}; total {record['total_pool_bytes']} B")
 
 
+def pool_views(code):
+    """(pool, offset in bytes) of every buffer the wrapper code takes from a
+    pool: `alloc_from_pool(pool1, OFFSET, ...)`, or the hook's
+    `reinterpret_tensor(pool1_float32, size, stride, ELEMENTS)` of the
+    pool's view in a dtype (offsets that are not integers are skipped)."""
+    import torch
+    views = set()
+    for line in code.splitlines():
+        if re.match(r"\s*pool\d+_\w+ = ", line):
+            continue  # a pool's view in a dtype: no buffer
+        match = re.search(r"alloc_from_pool\((pool\d+), (\d+), ", line)
+        if match:
+            views.add((match.group(1), int(match.group(2))))
+        match = re.search(r"reinterpret_tensor\((pool\d+)_(\w+), ", line)
+        last = line.rstrip().rstrip(")").rsplit(", ", 1)[-1]
+        if match and last.isdigit():
+            itemsize = getattr(torch, match.group(2)).itemsize
+            views.add((match.group(1), int(last) * itemsize))
+    return views
+
+
 def check_code(checks, code, record):
     """The wrapper code creates the service's pools and takes every group
-    from its pool at the service's offset."""
+    from its pool at the service's offset; a pool that holds one group at
+    offset 0 may instead be that group's own allocation (the hook's
+    codegen), and is then never created."""
+    assignments = record["response"].assignments
+    views = pool_views(code)
     for name, _, size in record["pools"]:
         created = re.search(rf"\b{name} = \w+\(\({size}, \)", code)
-        checks.check(created is not None,
-                     f"wrapper creates {name} with {size} bytes")
-    missing = [f"{a.pool}+{a.offset}"
-               for a in record["response"].assignments
-               if f"alloc_from_pool({a.pool}, {a.offset}, " not in code]
+        alone = [a.offset for a in assignments if a.pool == name] == [0]
+        checks.check(created is not None or (
+            alone and not re.search(rf"\b{name} = ", code)),
+            f"wrapper creates {name} with {size} bytes"
+            + (" (or allocates its one buffer itself)" if alone else ""))
+    missing = [f"{a.pool}+{a.offset}" for a in assignments
+               if (a.pool, a.offset) not in views
+               and re.search(rf"\b{a.pool} = ", code)]
     checks.check(not missing,
-                 f"wrapper takes all {len(record['response'].assignments)} "
-                 f"buffer groups at the service's pool and offset"
+                 f"wrapper takes all {len(assignments)} buffer groups at "
+                 f"the service's pool and offset"
                  + (f" (missing {missing})" if missing else ""))
 
 
@@ -273,7 +301,8 @@ def main():
                  f"{stats['service_plans']}, fallbacks {stats['fallbacks']})")
     code = "\n".join(codes)
     print(f"  wrapper code: {len(codes)} module(s), "
-          f"{code.count('alloc_from_pool(')} alloc_from_pool calls")
+          f"{code.count('alloc_from_pool(')} alloc_from_pool and "
+          f"{code.count('reinterpret_tensor(pool')} pool view calls")
     for record in service_records:
         check_code(checks, code, record)
     check_service_records(checks, client, service_records)
