@@ -546,7 +546,8 @@ SUMMARY = (("peak allocated", "peak_allocated", 1.005, None),
            ("allocator calls", "allocator_calls", 1.005, None),
            ("calls the plan replaces", "planned_calls", 0.25,
             "planned_calls_default"),
-           ("step time", "step_ms", 1.05, None))
+           ("step time (per process: --step-time times them in one)",
+            "step_ms", 1.05, None))
 
 
 def mib(value):
