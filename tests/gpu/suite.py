@@ -302,6 +302,14 @@ def run_driver(args):
           f"{parallel} workers at once per GPU")
 
 
+def read_worker(out):
+    """The record a worker wrote to `out`, or None where it wrote none."""
+    if not os.path.exists(out):
+        return None
+    with open(out) as f:
+        return json.load(f)
+
+
 def merge_group(model, mode, configs, outcomes):
     """One (model, mode)'s record from its configurations' workers:
     metrics per configuration, the output checks (which need every
@@ -313,10 +321,7 @@ def merge_group(model, mode, configs, outcomes):
     for config in configs:
         code, out, seconds = outcomes[config]
         record["worker_seconds"][config] = seconds
-        worker = None
-        if os.path.exists(out):
-            with open(out) as f:
-                worker = json.load(f)
+        worker = read_worker(out)
         if code != 0 or worker is None:
             record["problems"].append(f"{config}: worker exit {code}")
         if worker is None:
@@ -339,10 +344,7 @@ def merge_step_times(model, mode, outcomes):
     (code, out, seconds), = outcomes.values()
     record = {"model": model, "mode": mode, "configs": {}, "problems": [],
               "worker_seconds": seconds}
-    worker = None
-    if os.path.exists(out):
-        with open(out) as f:
-            worker = json.load(f)
+    worker = read_worker(out)
     if code != 0 or worker is None:
         record["problems"].append(f"step-time worker exit {code}")
     if worker is not None:
@@ -987,6 +989,21 @@ def backend_of(torch, config, dynamic):
     return backend
 
 
+def timed_steps(torch, step, fn, count):
+    """`count` steps of `fn`, each timed alone with CUDA events (ms)."""
+    times = []
+    for _ in range(count):
+        torch.cuda.synchronize()
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        step(fn)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end))
+    return times
+
+
 def run_step_time_worker(args):
     """--step-time: the configurations of args.config (a comma list) of one
     (model, mode) in this one process, so that they share its CPU speed
@@ -1072,16 +1089,9 @@ def run_step_time_worker(args):
                 continue  # failed in an earlier round
             try:
                 step(fns[slot])
-                for _ in range(args.steps * (r + 1) // rounds
-                               - args.steps * r // rounds):
-                    torch.cuda.synchronize()
-                    begin = torch.cuda.Event(enable_timing=True)
-                    end = torch.cuda.Event(enable_timing=True)
-                    begin.record()
-                    step(fns[slot])
-                    end.record()
-                    torch.cuda.synchronize()
-                    times[slot].append(begin.elapsed_time(end))
+                times[slot] += timed_steps(
+                    torch, step, fns[slot],
+                    args.steps * (r + 1) // rounds - args.steps * r // rounds)
             except Exception as error:  # a recompile, say: reported
                 del fns[slot]
                 m = worker["metrics"][slot]
@@ -1232,16 +1242,8 @@ def run_worker(args):
     for r in range(rounds):
         fcntl.flock(gpu_lock, fcntl.LOCK_EX)
         step(fn)
-        for _ in range(args.steps * (r + 1) // rounds
-                       - args.steps * r // rounds):
-            torch.cuda.synchronize()
-            begin = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            begin.record()
-            step(fn)
-            end.record()
-            torch.cuda.synchronize()
-            times.append(begin.elapsed_time(end))
+        times += timed_steps(torch, step, fn, args.steps * (r + 1) // rounds
+                             - args.steps * r // rounds)
         fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     m["step_ms_each"] = [round(t, 3) for t in times]  # in order, rounds
     times.sort()

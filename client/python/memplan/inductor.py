@@ -631,6 +631,19 @@ def _typed_bases(pool):
     return pool.__dict__.setdefault("memplan_typed_bases", {})
 
 
+def _dtype_counts(pool):
+    """dtype -> how many of the service's buffers `pool` holds in it (none
+    for a pool Inductor planned), counted once per pool."""
+    counts = pool.__dict__.get("memplan_dtype_counts")
+    if counts is None:
+        counts = {}
+        for allocation, _ in getattr(pool.root, "placed", None) or ():
+            dtype = allocation.node.get_dtype()
+            counts[dtype] = counts.get(dtype, 0) + 1
+        pool.__dict__["memplan_dtype_counts"] = counts
+    return counts
+
+
 def _written(result):
     """A wrapper codegen's (expression, setup lines), from either form
     Inductor's codegen_alloc_from_pool returns (a string, or both)."""
@@ -704,8 +717,7 @@ def _pool_view(wrapper, allocation, code):
     elif itemsize and _offset_alignment() % itemsize == 0:
         from torch.utils._sympy.functions import FloorDiv
         elements = FloorDiv(offset, itemsize)  # exact: see above
-    placed = getattr(pool.root, "placed", None) or ()
-    if sum(1 for other, _ in placed if other.node.get_dtype() == dtype) < 2:
+    if _dtype_counts(pool).get(dtype, 0) < 2:
         elements = None  # one buffer of its dtype: a typed view saves nothing
     bases = _typed_bases(pool)
     if elements is not None and dtype not in bases:
