@@ -150,6 +150,10 @@ def parse_args():
     parser.add_argument("--step-time", action="store_true",
                         help="time the configurations of each (model, mode)"
                         " in one process, interleaved (see the doc)")
+    parser.add_argument("--profile", action="store_true",
+                        help="with --step-time: also profile each "
+                        "configuration's steps (CUDA kernels, CPU time) "
+                        "and keep every compiled graph's wrapper code")
     parser.add_argument("--worker", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
@@ -234,6 +238,8 @@ def run_driver(args):
                    "--gpu-lock", os.path.join(args.out, f"gpu{gpu}.lock")]
         if args.step_time:
             command.append("--step-time")
+        if args.profile:
+            command.append("--profile")
         begin = time.time()
         with open(os.path.join(workers_dir, name + ".log"), "w") as log:
             process = subprocess.Popen(command, env=env, stdout=log,
@@ -717,6 +723,7 @@ def step_time_markdown(results, configs):
         within = sum(1 for x, k in ratios[c] if within_noise(x, k))
         lines.append(f"| {c} | {mean:.3f} / {max(values):.3f}, {within} of "
                      f"{len(values)} |")
+    lines += profile_markdown(results, configs)
     lines += ["", "Checks (one process: memplan's outputs and gradients "
               "against Inductor's own pools')", ""]
     for r in results:
@@ -724,6 +731,42 @@ def step_time_markdown(results, configs):
         lines.append(f"- {r['model']} {r['mode']}: "
                      + ("; ".join(problems) if problems else "ok"))
     return "\n".join(lines) + "\n"
+
+
+def profile_markdown(results, configs):
+    """With --profile: per (model, mode) and configuration, the CPU time of
+    a step's call, its GPU time, the CUDA kernels' busy time and launches
+    per step; then, against default's, the kernels whose time per step
+    differs most (lines of a list; none without profiles)."""
+    rows = [(r, c, r["configs"][c]["profile"]) for r in results
+            for c in configs if "profile" in r.get("configs", {}).get(c, {})]
+    if not rows:
+        return []
+    lines = ["", "Profiles (step_profile, median of "
+             f"{PROFILE_STEPS}): ms per step", "",
+             "| model | mode | configuration | CPU (call) | GPU | kernels "
+             "busy | kernel launches |", "| --- | --- | --- | --- | --- | "
+             "--- | --- |"]
+    for r, c, p in rows:
+        lines.append(f"| {r['model']} | {r['mode']} | {c} | {p['cpu_ms']:.2f}"
+                     f" | {p['gpu_ms']:.2f} | {p['kernel_busy_ms']:.2f} | "
+                     f"{p['kernel_launches']} |")
+    lines += ["", "Kernels whose GPU time per step differs most from "
+              "default's (us per step, launches per step):", ""]
+    for r, c, p in rows:
+        base = r["configs"].get("default", {}).get("profile")
+        if c == "default" or base is None:
+            continue
+        ours, theirs = p["kernels_us_launches"], base["kernels_us_launches"]
+        names = set(ours) | set(theirs)
+        change = sorted(names, key=lambda n: -abs(
+            ours.get(n, [0, 0])[0] - theirs.get(n, [0, 0])[0]))[:5]
+        lines.append(f"- {r['model']} {r['mode']} {c}: " + "; ".join(
+            f"{n[:60]} {theirs.get(n, [0, 0])[0]:.0f} -> "
+            f"{ours.get(n, [0, 0])[0]:.0f} us "
+            f"({theirs.get(n, [0, 0])[1]:g} -> {ours.get(n, [0, 0])[1]:g})"
+            for n in change))
+    return lines
 
 
 # --- The worker --------------------------------------------------------------
@@ -1004,6 +1047,89 @@ def timed_steps(torch, step, fn, count):
     return times
 
 
+PROFILE_STEPS = 5
+PROFILE_KERNELS = 40  # the kernels of most GPU time kept per configuration
+PROFILE_FUNCTIONS = 25  # the Python functions of most own time kept
+
+
+def step_profile(torch, step, fn, steps):
+    """Where `steps` steps of `fn` spend their time, per step: the CPU
+    time of the call (perf_counter, the step's launches: close to the GPU
+    time when launch bound), the GPU time (CUDA events), and under
+    torch.profiler the GPU time of every CUDA kernel (microseconds and
+    launches per step, by kernel name), their sum ("busy") and the
+    PROFILE_KERNELS kernels of most time; then cProfile's table of the
+    PROFILE_FUNCTIONS Python functions of most own time over `steps` more
+    steps (text)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    cpu, gpu = [], []
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        started = time.perf_counter()
+        step(fn)
+        cpu.append((time.perf_counter() - started) * 1e3)
+        end.record()
+        torch.cuda.synchronize()
+        gpu.append(begin.elapsed_time(end))
+    with profile(activities=[ProfilerActivity.CPU,
+                             ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step(fn)
+        torch.cuda.synchronize()
+    import cProfile
+    import io
+    import pstats
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(steps):
+        step(fn)
+    torch.cuda.synchronize()
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(
+        PROFILE_FUNCTIONS)
+    kernels = {}
+    for event in prof.key_averages():
+        if event.device_type == DeviceType.CUDA and \
+                event.self_device_time_total > 0:
+            kernels[event.key] = [
+                round(event.self_device_time_total / steps, 1),
+                round(event.count / steps, 2)]
+    top = sorted(kernels.items(), key=lambda item: -item[1][0])
+    return {"cpu_ms": sorted(cpu)[steps // 2],
+            "gpu_ms": sorted(gpu)[steps // 2],
+            "kernel_busy_ms": round(sum(k[0] for k in kernels.values())
+                                    / 1e3, 3),
+            "kernel_launches": round(sum(k[1] for k in kernels.values())),
+            "kernels_us_launches": dict(top[:PROFILE_KERNELS]),
+            "python_functions": text.getvalue()}
+
+
+def wrapper_sources(torch):
+    """Records every compiled graph's wrapper code as it is first called:
+    returns (sources, restore), sources a dict id(graph) -> code in call
+    order, restore() undoing the patch of CompiledFxGraph.__call__."""
+    from torch._inductor.output_code import CompiledFxGraph
+    sources = {}
+    original = CompiledFxGraph.__call__
+
+    def call(graph, inputs):
+        code = getattr(graph, "source_code", None)
+        if code is not None:
+            sources.setdefault(id(graph), code)
+        return original(graph, inputs)
+
+    CompiledFxGraph.__call__ = call
+
+    def restore():
+        CompiledFxGraph.__call__ = original
+    return sources, restore
+
+
 def run_step_time_worker(args):
     """--step-time: the configurations of args.config (a comma list) of one
     (model, mode) in this one process, so that they share its CPU speed
@@ -1016,7 +1142,10 @@ def run_step_time_worker(args):
     recompiling is an error then (torch.compiler.set_stance
     "fail_on_recompile"). Also compares, in this process, each memplan
     configuration's and default's outputs and gradients with Inductor's
-    own pools'. Writes its record to args.out."""
+    own pools'. With args.profile, then profiles each configuration
+    (step_profile, alone on the GPU) and writes each compiled graph's
+    wrapper code beside args.out (<out>.<config>.<k>.py). Writes its record
+    to args.out."""
     gpu_lock = open(args.gpu_lock, "a+")
     fcntl.flock(gpu_lock, fcntl.LOCK_SH)  # before any GPU work
     import torch
@@ -1033,8 +1162,12 @@ def run_step_time_worker(args):
     params = [p for p in model.parameters() if p.requires_grad]
     step = stepper(torch, model, inputs, loss_of, params, training)
     fns, results = {}, {}
+    if args.profile:
+        sources, restore = wrapper_sources(torch)
     for config in configs:
         m = worker["metrics"][config] = {}
+        if args.profile:
+            sources.clear()
         try:
             apply_config(torch, hook, args.target, config, training)
             fn = torch.compile(forward,
@@ -1055,6 +1188,10 @@ def run_step_time_worker(args):
             if config.startswith("memplan_"):
                 hook_stats(hook, m, worker["problems"], f"{config}: ")
             fns[config] = fn
+            if args.profile:
+                for k, code in enumerate(sources.values()):
+                    with open(f"{args.out}.{config}.{k}.py", "w") as f:
+                        f.write(code)
         except Exception as error:  # reported; the others go on
             import traceback
             traceback.print_exc()
@@ -1097,6 +1234,14 @@ def run_step_time_worker(args):
                 m = worker["metrics"][slot]
                 m["error"] = f"timing: {type(error).__name__}: {error}"
                 worker["problems"].append(f"{slot}: {m['error']}")
+        fcntl.flock(gpu_lock, fcntl.LOCK_UN)
+    if args.profile:
+        restore()
+        fcntl.flock(gpu_lock, fcntl.LOCK_EX)
+        for config in configs:
+            if config in fns:
+                worker["metrics"][config]["profile"] = step_profile(
+                    torch, step, fns[config], PROFILE_STEPS)
         fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     for slot in fns:
         m = worker["metrics"][slot]

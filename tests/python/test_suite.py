@@ -54,6 +54,34 @@ class StepTimeTableTest(unittest.TestCase):
         self.assertIn("- gpt2 inference: ok", table)
 
 
+class ProfileTableTest(unittest.TestCase):
+    def test_no_profiles_no_lines(self):
+        self.assertEqual(suite.profile_markdown(
+            [row("gpt2", 5.0, 5.0, 5.1)], ["default", "memplan_partition"]),
+            [])
+
+    def test_times_and_the_kernels_that_changed_most(self):
+        r = row("densenet121", 50.0, 50.0, 60.0)
+        r["configs"]["default"]["profile"] = {
+            "cpu_ms": 20.0, "gpu_ms": 50.0, "kernel_busy_ms": 48.0,
+            "kernel_launches": 900,
+            "kernels_us_launches": {"conv": [30000.0, 100], "add": [500.0,
+                                                                    10]}}
+        r["configs"]["memplan_partition"]["profile"] = {
+            "cpu_ms": 21.0, "gpu_ms": 60.0, "kernel_busy_ms": 58.0,
+            "kernel_launches": 910,
+            "kernels_us_launches": {"conv": [39000.0, 100], "add": [500.0,
+                                                                    10],
+                                    "copy": [1000.0, 10]}}
+        table = "\n".join(suite.profile_markdown(
+            [r], ["default", "memplan_partition"]))
+        self.assertIn("| densenet121 | inference | memplan_partition | "
+                      "21.00 | 60.00 | 58.00 | 910 |", table)
+        self.assertIn("- densenet121 inference memplan_partition: conv "
+                      "30000 -> 39000 us (100 -> 100); copy 0 -> 1000 us "
+                      "(0 -> 10); add 500 -> 500 us (10 -> 10)", table)
+
+
 class MergeStepTimesTest(unittest.TestCase):
     def test_the_workers_metrics_become_the_record(self):
         with tempfile.TemporaryDirectory() as folder:
