@@ -592,18 +592,70 @@ class PoolViewTest(unittest.TestCase):
             AllocFromPoolLine(b, wrapper=wrapper),
             DeallocFromPoolLine(a), AllocFromPoolLine(c, wrapper=wrapper),
             DeallocFromPoolLine(b), DeallocFromPoolLine(c, last=True)]), [
-            "pool0 = empty_strided_cuda(...)",
-            "pool0_float32 = alloc_from_pool(pool0, 0, torch.float32, "
-            "(0, ), (1, ))",
-            "buf0 = reinterpret_tensor(pool0_float32, (16, 8), (8, 1), 0)",
+            # Typed as most of its buffers: 4096 bytes of float32.
+            "pool0 = empty_strided_cuda((1024, ), (1, ), torch.float32)",
+            "buf0 = reinterpret_tensor(pool0, (16, 8), (8, 1), 0)",
             # The pool's only int64 buffer: a typed view would save nothing.
             "buf1 = alloc_from_pool(pool0, 512, torch.int64, (4, ), (1, ))",
-            "del buf0",
+            # buf0's view is kept while the pool takes more (see below).
             # The offset in elements: 1024 bytes of float32.
-            "buf2 = reinterpret_tensor(pool0_float32, (2, 3), (1, 2), 256)",
-            "del pool0, pool0_float32",
+            "buf2 = reinterpret_tensor(pool0, (2, 3), (1, 2), 256)",
+            "del pool0, buf0",
             "del buf1",
             "del buf2"])
+
+    def test_a_view_of_a_second_dtype_once_the_pool_is_typed(self):
+        wrapper, pool = Wrapper(), Pool("pool0")
+        a = PoolGroup(["buf0"], pool, 0, FLOAT32)
+        b = PoolGroup(["buf1"], pool, 64, INT64)
+        c = PoolGroup(["buf2"], pool, 128, INT64)
+        d = PoolGroup(["buf3"], pool, 192, FLOAT32)
+        e = PoolGroup(["buf4"], pool, 256, FLOAT32)
+        self.assertEqual(self.generate([
+            AllocFromPoolLine(g, first=g is a, wrapper=wrapper)
+            for g in (a, b, c, d, e)] + [
+            DeallocFromPoolLine(g, last=g is e) for g in (a, b, c, d, e)]), [
+            "pool0 = empty_strided_cuda((1024, ), (1, ), torch.float32)",
+            "buf0 = reinterpret_tensor(pool0, (4, ), (1, ), 0)",
+            "pool0_int64 = alloc_from_pool(pool0, 0, torch.int64, (0, ), "
+            "(1, ))",
+            "buf1 = reinterpret_tensor(pool0_int64, (4, ), (1, ), 8)",
+            "buf2 = reinterpret_tensor(pool0_int64, (4, ), (1, ), 16)",
+            "buf3 = reinterpret_tensor(pool0, (4, ), (1, ), 48)",
+            "buf4 = reinterpret_tensor(pool0, (4, ), (1, ), 64)",
+            "del pool0, pool0_int64",
+            "del buf0", "del buf1", "del buf2", "del buf3", "del buf4"])
+
+    def test_a_dead_buffers_view_is_taken_over_not_made_again(self):
+        # buf0 and buf2 are the same view of pool0: buf2 takes buf0's name
+        # over, as default's reuse pass renames a freed buffer; a view
+        # freed while the pool takes more buffers is kept for them, and
+        # deleted with the pool after its last allocation (freeing it
+        # earlier would free nothing: pool0's name holds the storage).
+        wrapper, pool = Wrapper(), Pool("pool0")
+        a = PoolGroup(["buf0", "buf5"], pool, 0, FLOAT32, (16, 8), (8, 1))
+        b = PoolGroup(["buf1"], pool, 512, FLOAT32)
+        c = PoolGroup(["buf2"], pool, 0, FLOAT32, (16, 8), (8, 1))
+        d = PoolGroup(["buf3"], pool, 512, FLOAT32, (2, 2), (2, 1))
+        e = PoolGroup(["buf4"], pool, 1024, FLOAT32)
+        self.assertEqual(self.generate([
+            AllocFromPoolLine(a, first=True, wrapper=wrapper),
+            AllocFromPoolLine(b, wrapper=wrapper), DeallocFromPoolLine(a),
+            AllocFromPoolLine(c, wrapper=wrapper), DeallocFromPoolLine(b),
+            AllocFromPoolLine(d, wrapper=wrapper), DeallocFromPoolLine(c),
+            AllocFromPoolLine(e, wrapper=wrapper), DeallocFromPoolLine(d),
+            DeallocFromPoolLine(e, last=True)]), [
+            "pool0 = empty_strided_cuda((1024, ), (1, ), torch.float32)",
+            "buf0 = reinterpret_tensor(pool0, (16, 8), (8, 1), 0)",
+            "buf1 = reinterpret_tensor(pool0, (4, ), (1, ), 128)",
+            "del buf5",  # buf0 is kept
+            "buf2 = buf0; del buf0  # reuse",
+            # buf1's view differs from buf3's (shape): a view of its own.
+            "buf3 = reinterpret_tensor(pool0, (2, 2), (2, 1), 128)",
+            "buf4 = reinterpret_tensor(pool0, (4, ), (1, ), 256)",
+            "del pool0, buf2, buf1",
+            "del buf3",
+            "del buf4"])
 
     def test_alloc_from_pool_where_the_offset_is_not_whole_elements(self):
         wrapper, pool = Wrapper(), Pool("pool0")
@@ -613,12 +665,10 @@ class PoolViewTest(unittest.TestCase):
             AllocFromPoolLine(a, first=True, wrapper=wrapper),
             AllocFromPoolLine(b, wrapper=wrapper),
             DeallocFromPoolLine(a), DeallocFromPoolLine(b, last=True)]), [
-            "pool0 = empty_strided_cuda(...)",
+            "pool0 = empty_strided_cuda((1024, ), (1, ), torch.float32)",
             "buf0 = alloc_from_pool(pool0, 2, torch.float32, (4, ), (1, ))",
-            "pool0_float32 = alloc_from_pool(pool0, 0, torch.float32, "
-            "(0, ), (1, ))",
-            "buf1 = reinterpret_tensor(pool0_float32, (4, ), (1, ), 16)",
-            "del pool0, pool0_float32",
+            "buf1 = reinterpret_tensor(pool0, (4, ), (1, ), 16)",
+            "del pool0",
             "del buf0",
             "del buf1"])
 
@@ -638,9 +688,8 @@ class PoolViewTest(unittest.TestCase):
             DeallocFromPoolLine(a, last=True),
             DeallocFromPoolLine(b, last=True)]), [
             "buf0 = empty_strided_cuda((1000, ), (1, ), torch.float32)",
-            "pool1 = empty_strided_cuda(...)",
-            "buf1 = alloc_from_pool(pool1, 0, torch.float32, (1000, ), "
-            "(1, ))",
+            "pool1 = empty_strided_cuda((2048, ), (1, ), torch.float32)",
+            "buf1 = reinterpret_tensor(pool1, (1000, ), (1, ), 0)",
             "del pool1",
             "del buf0, buf2",
             "del buf1"])

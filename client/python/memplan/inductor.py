@@ -577,10 +577,14 @@ def _patch(state, owner, attribute, value):
 #   - each DeallocFromPoolLine deletes its buffer group's names, at the
 #     group's last use; the pool's storage returns at the last of them
 #     (Pool.last_free_event), or never for a pool holding an output.
-# And it writes them cheaply (_own_allocation, _pool_view): a pool holding
-# one buffer is that buffer's own empty_strided (as default torch.compile
-# allocates it); a pool's buffers of one dtype are reinterpret_tensor views
-# of one view of the pool in that dtype, not a dispatcher call each.
+# And it writes them cheaply (_own_allocation, _create_pool, _pool_view,
+# _spare_views): a pool holding one buffer is that buffer's own
+# empty_strided (as default torch.compile allocates it); a pool is created
+# in the dtype most of its buffers have, and its buffers of one dtype are
+# reinterpret_tensor views of the pool (or of one view of it in their
+# dtype), not a dispatcher call each; a buffer whose view a dead buffer of
+# the same pool already has takes that buffer's name over, as default's
+# reuse pass renames a freed buffer.
 
 def _mark_last_allocations(mp, lines):
     """Marks the last AllocFromPoolLine of each pool in planned `lines`."""
@@ -608,14 +612,71 @@ def _alloc_from_pool_codegen(line, code):
         _deleted(pool).add(pool.name)  # never made: nothing to delete
         return
     if line.is_first_pool_usage:
-        pool.codegen_create(line.wrapper, code)
+        _create_pool(line.wrapper, pool, code)
     expression = _pool_view(line.wrapper, allocation, code)
-    code.writeline(f"{line.wrapper.declare}{line.node.get_name()} = "
-                   f"{expression}{line.wrapper.ending}")
+    name = line.node.get_name()
+    spare = _spare_views(pool).get(expression)
+    if spare:
+        old = spare.pop()
+        code.writeline(f"{name} = {old}; del {old}  # reuse")
+        _deleted(pool).add(old)
+    else:
+        code.writeline(f"{line.wrapper.declare}{name} = "
+                       f"{expression}{line.wrapper.ending}")
+    if expression.startswith("reinterpret_tensor("):
+        _views(pool)[name] = expression
     if getattr(line, "memplan_last_allocation", False):
-        names = [pool.name, *_typed_bases(pool).values()]
+        spares = [n for names in _spare_views(pool).values() for n in names]
+        names = list(dict.fromkeys(
+            [pool.name, *_typed_bases(pool).values(), *spares]))
         code.writeline("del " + ", ".join(names))
         _deleted(pool).update(names)
+        _spare_views(pool).clear()
+
+
+def _create_pool(wrapper, pool, code):
+    """Writes `pool`'s creation: as Inductor's codegen_create (size bytes
+    of uint8), but for a pool the service planned with a static size, typed
+    as the dtype most of its buffers have (`pool0 = empty_strided_cuda(
+    (bytes / itemsize, ), (1, ), torch.float32)`: the same block from the
+    caching allocator), so that those buffers are reinterpret_tensor views
+    of the pool itself (_pool_view), without a typed view of it first."""
+    counts = _dtype_counts(pool)
+    make = getattr(wrapper, "make_allocation", None)
+    if counts and make is not None and getattr(
+            pool.root.get_symbolic_size(), "is_Integer", False):
+        dtype = max(counts, key=counts.get)  # the first of the most
+        itemsize = getattr(dtype, "itemsize", None)
+        size = int(pool.root.get_size_hint())
+        view, _ = _written(wrapper.codegen_alloc_from_pool(
+            pool.name, 0, dtype, (0,), (1,)))
+        if itemsize and size % itemsize == 0 and view.startswith(
+                "alloc_from_pool("):  # Python's pool views (_pool_view)
+            text = make(pool.name, pool.device, dtype, (size // itemsize,),
+                        (1,))
+            if text.startswith(f"{pool.name} = empty_strided"):
+                code.writeline(text)
+                _typed_bases(pool)[dtype] = pool.name
+                return
+    pool.codegen_create(wrapper, code)
+
+
+def _views(pool):
+    """name -> the reinterpret_tensor expression `pool`'s buffer of that
+    name was written as."""
+    return pool.__dict__.setdefault("memplan_views", {})
+
+
+def _spare_views(pool):
+    """expression -> names of `pool`'s dead buffers written as that view,
+    kept (not deleted) while the pool takes more buffers: a later buffer of
+    the same view takes the name over (`buf8 = buf5; del buf5  # reuse`,
+    as Inductor's pools alias an identical alloc_from_pool and its reuse
+    pass renames a freed buffer) instead of making the view again. Freeing
+    a view frees no memory while the pool's own name holds its storage;
+    those left are deleted with the pool's name after its last
+    allocation."""
+    return pool.__dict__.setdefault("memplan_spare_views", {})
 
 
 def _offset_alignment():
@@ -717,9 +778,9 @@ def _pool_view(wrapper, allocation, code):
     elif itemsize and _offset_alignment() % itemsize == 0:
         from torch.utils._sympy.functions import FloorDiv
         elements = FloorDiv(offset, itemsize)  # exact: see above
-    if _dtype_counts(pool).get(dtype, 0) < 2:
-        elements = None  # one buffer of its dtype: a typed view saves nothing
     bases = _typed_bases(pool)
+    if _dtype_counts(pool).get(dtype, 0) < 2 and dtype not in bases:
+        elements = None  # one buffer of its dtype: a typed view saves nothing
     if elements is not None and dtype not in bases:
         base, setup = _written(wrapper.codegen_alloc_from_pool(
             pool.name, 0, dtype, (0,), (1,)))
@@ -750,6 +811,14 @@ def _dealloc_from_pool_codegen(line, code):
         if name in pool.names_to_del and name not in deleted \
                 and name not in names:
             names.append(name)
+    if pool.name not in deleted:
+        # The pool takes more buffers: keep the views for them to take over
+        # (_spare_views); freeing them now would free nothing.
+        views, spare = _views(pool), _spare_views(pool)
+        for name in names:
+            if name in views:
+                spare.setdefault(views[name], []).append(name)
+        names = [name for name in names if name not in views]
     if names:
         code.writeline("del " + ", ".join(names))
         deleted.update(names)
@@ -822,7 +891,7 @@ def _install_cache_key(state):
 
 
 # Bumped when the code the hook makes Inductor write changes.
-_CODEGEN_VERSION = 3
+_CODEGEN_VERSION = 4
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
