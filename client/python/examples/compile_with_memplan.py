@@ -147,12 +147,25 @@ def print_records(records):
             print(f"    pools: {pools}; total {record['total_pool_bytes']} B")
 
 
+def pool_dtypes(code):
+    """pool -> (elements, dtype name) of each pool the wrapper code creates:
+    `pool1 = empty_strided_cuda((BYTES, ), (1, ), torch.uint8)`, or the
+    hook's pool typed as most of its buffers, `pool1 =
+    empty_strided_cuda((ELEMENTS, ), (1, ), torch.float32)`."""
+    return {m.group(1): (int(m.group(2)), m.group(3)) for m in re.finditer(
+        r"\b(pool\d+) = \w+\(\((\d+), \), \(1, \), torch\.(\w+)\)", code)}
+
+
 def pool_views(code):
     """(pool, offset in bytes) of every buffer the wrapper code takes from a
     pool: `alloc_from_pool(pool1, OFFSET, ...)`, or the hook's
     `reinterpret_tensor(pool1_float32, size, stride, ELEMENTS)` of the
-    pool's view in a dtype (offsets that are not integers are skipped)."""
+    pool's view in a dtype or `reinterpret_tensor(pool1, ...)` of the pool
+    in its own (offsets that are not integers are skipped). A buffer that
+    takes a dead buffer's view over (`buf8 = buf5; del buf5  # reuse`) has
+    that buffer's pool and offset, already in the set."""
     import torch
+    typed = {pool: dtype for pool, (_, dtype) in pool_dtypes(code).items()}
     views = set()
     for line in code.splitlines():
         if re.match(r"\s*pool\d+_\w+ = ", line):
@@ -160,25 +173,30 @@ def pool_views(code):
         match = re.search(r"alloc_from_pool\((pool\d+), (\d+), ", line)
         if match:
             views.add((match.group(1), int(match.group(2))))
-        match = re.search(r"reinterpret_tensor\((pool\d+)_(\w+), ", line)
+        match = re.search(r"reinterpret_tensor\((pool\d+)(?:_(\w+))?, ",
+                          line)
         last = line.rstrip().rstrip(")").rsplit(", ", 1)[-1]
         if match and last.isdigit():
-            itemsize = getattr(torch, match.group(2)).itemsize
+            dtype = match.group(2) or typed.get(match.group(1), "uint8")
+            itemsize = getattr(torch, dtype).itemsize
             views.add((match.group(1), int(last) * itemsize))
     return views
 
 
 def check_code(checks, code, record):
-    """The wrapper code creates the service's pools and takes every group
-    from its pool at the service's offset; a pool that holds one group at
+    """The wrapper code creates the service's pools (in bytes, or in
+    elements of the dtype the hook typed it as) and takes every group from
+    its pool at the service's offset; a pool that holds one group at
     offset 0 may instead be that group's own allocation (the hook's
     codegen), and is then never created."""
+    import torch
     assignments = record["response"].assignments
     views = pool_views(code)
+    created = {pool: elements * getattr(torch, dtype).itemsize
+               for pool, (elements, dtype) in pool_dtypes(code).items()}
     for name, _, size in record["pools"]:
-        created = re.search(rf"\b{name} = \w+\(\({size}, \)", code)
         alone = [a.offset for a in assignments if a.pool == name] == [0]
-        checks.check(created is not None or (
+        checks.check(created.get(name) == size or (
             alone and not re.search(rf"\b{name} = ", code)),
             f"wrapper creates {name} with {size} bytes"
             + (" (or allocates its one buffer itself)" if alone else ""))
@@ -202,14 +220,23 @@ def check_service_records(checks, client, records):
             f"(cache {memplan.pb.CacheStatus.Name(again.cache)})")
         if record["input"] != "events":
             continue
-        as_buffers = client.plan(record["buffers_request"])
+        # The events' buffer groups and live ranges are Inductor's own: both
+        # requests planned by strategy inductor (live ranges and sizes only;
+        # auto may plan the events' whole graph, which the buffers do not
+        # describe, with another planner) give one plan.
+        plans = []
+        for request in (record["request"], record["buffers_request"]):
+            copy = type(request)()
+            copy.CopyFrom(request)
+            copy.options.strategy = memplan.pb.STRATEGY_INDUCTOR
+            plans.append(client.plan(copy))
         checks.check(
-            [(a.pool, a.offset) for a in as_buffers.assignments]
-            == [(a.pool, a.offset) for a in response.assignments]
-            and [(p.name, p.size_bytes) for p in as_buffers.pools]
-            == [(p.name, p.size_bytes) for p in response.pools],
+            [(a.pool, a.offset) for a in plans[0].assignments]
+            == [(a.pool, a.offset) for a in plans[1].assignments]
+            and [(p.name, p.size_bytes) for p in plans[0].pools]
+            == [(p.name, p.size_bytes) for p in plans[1].pools],
             "Inductor's own buffer groups, sent as buffers, get the plan the "
-            "events got")
+            "events got (strategy inductor)")
         checks.check(record["usage_agrees"] is True,
                      "Inductor creates and frees every pool at the service's "
                      "first_allocation_event / last_free_event")
