@@ -3,7 +3,7 @@
     python3 tests/gpu/suite.py --server BIN [--server-libs DIR] --out DIR \\
         [--models resnet18,gpt2,...] [--modes inference,training] \\
         [--configs default,inductor_pools,...] [--gpus N] [--parallel N] \\
-        [--step-time]
+        [--step-time [--profile]]
 
 (From a folder that client/python/examples/stage_device.sh made, on a
 machine with a GPU, torch, torchvision, transformers and grpcio:
@@ -54,7 +54,11 @@ own: what the same code measures from slot to slot) runs a warm-up step
 and its share of the timed steps, the order rotated each round. It writes
 results.json and table.md (step times against default's, rows within
 noise) and checks, in that one process, memplan's outputs and gradients
-against Inductor's own pools'.
+against Inductor's own pools'. With --profile it then profiles each
+configuration alone on the GPU (its kernels' GPU time and launches, the
+CPU and GPU time of its steps, the Python functions of most own time:
+step_profile) and keeps every compiled graph's wrapper code beside the
+worker's record.
 
 Each worker measures, for one compiled step (training: forward +
 loss.backward(), gradients set to None before) after compiling and
