@@ -373,23 +373,24 @@ class Root:
     """The hook's PoolRoot as its codegen reads it: what the pool holds and
     its size in bytes."""
 
-    def __init__(self, size):
+    def __init__(self, size, static=True):
         self.placed = []
         self.size = size
+        self.static = static
 
     def get_size_hint(self):
         return self.size
 
     def get_symbolic_size(self):
-        return types.SimpleNamespace(is_Integer=True)
+        return types.SimpleNamespace(is_Integer=self.static)
 
 
 class Pool:
-    def __init__(self, name, size=4096):
+    def __init__(self, name, size=4096, static=True):
         self.name = name
         self.names_to_del = [name]
         self.device = types.SimpleNamespace(type="cuda")
-        self.root = Root(size)
+        self.root = Root(size, static)
 
     def codegen_create(self, wrapper, code):
         code.writeline(f"{self.name} = empty_strided_cuda(...)")
@@ -603,6 +604,25 @@ class PoolViewTest(unittest.TestCase):
             "del pool0, buf0",
             "del buf1",
             "del buf2"])
+
+    def test_a_pool_of_symbolic_size_is_bytes_with_a_typed_view(self):
+        # Its size in elements is not written: Inductor's creation (uint8),
+        # then one view in the buffers' dtype.
+        wrapper, pool = Wrapper(), Pool("pool0", static=False)
+        a = PoolGroup(["buf0"], pool, 0, FLOAT32)
+        b = PoolGroup(["buf1"], pool, 64, FLOAT32)
+        self.assertEqual(self.generate([
+            AllocFromPoolLine(a, first=True, wrapper=wrapper),
+            AllocFromPoolLine(b, wrapper=wrapper),
+            DeallocFromPoolLine(a), DeallocFromPoolLine(b, last=True)]), [
+            "pool0 = empty_strided_cuda(...)",
+            "pool0_float32 = alloc_from_pool(pool0, 0, torch.float32, "
+            "(0, ), (1, ))",
+            "buf0 = reinterpret_tensor(pool0_float32, (4, ), (1, ), 0)",
+            "buf1 = reinterpret_tensor(pool0_float32, (4, ), (1, ), 16)",
+            "del pool0, pool0_float32",
+            "del buf0",
+            "del buf1"])
 
     def test_a_view_of_a_second_dtype_once_the_pool_is_typed(self):
         wrapper, pool = Wrapper(), Pool("pool0")
