@@ -570,12 +570,16 @@ def _patch(state, owner, attribute, value):
 # view keeps the whole storage alive, so the storage returns to the caching
 # allocator only once the pool's name and every view are gone. The hook's
 # codegen makes the generated code free what the plan frees:
-#   - each AllocFromPoolLine writes its own view of the pool (no `bufM =
-#     bufN  # alloc` alias, which a `del bufN` would break), and the pool's
-#     last one is followed by `del pool` and the pool's typed views (no
-#     later line takes from them);
+#   - each AllocFromPoolLine writes its own view of the pool, or takes
+#     over the name of a dead buffer of the pool that has the same view
+#     (not Inductor's `bufM = bufN  # alloc` alias of a live name, which a
+#     `del bufN` would break), and the pool's last one is followed by `del
+#     pool`, the pool's typed views and the dead views kept (no later line
+#     takes from them);
 #   - each DeallocFromPoolLine deletes its buffer group's names, at the
-#     group's last use; the pool's storage returns at the last of them
+#     group's last use, but for views kept while the pool takes more
+#     buffers (freeing them then would free nothing: the pool's name holds
+#     the storage); the pool's storage returns at the last of them
 #     (Pool.last_free_event), or never for a pool holding an output.
 # And it writes them cheaply (_own_allocation, _create_pool, _pool_view,
 # _spare_views): a pool holding one buffer is that buffer's own
