@@ -12,9 +12,8 @@ differ in CPU speed: to compare configurations, time them in one process,
 DIR is a folder client/python/examples/stage_device.sh made (PYTHONPATH
 as gpu/run_suite.sh sets it); MODELS, MODES and CONFIGS are comma lists of
 tests/gpu/suite.py's names. Writes OUT/<model>.<mode>.<config>.<k>.py (the
-k-th compiled graph's code) and OUT/server.log; prints each
-configuration's Python profile and one JSON line (docs/gpu.md, "Step
-time").
+k-th compiled graph's code) and OUT/server.log; prints one JSON line per
+configuration (docs/gpu.md, "Step time").
 """
 import json
 import os
@@ -51,7 +50,6 @@ def worker(model_name, mode, config, target, out):
         with open(os.path.join(out, f"{name}.{k}.py"), "w") as f:
             f.write(code)
     profile = suite.step_profile(torch, step, fn, STEPS)
-    print(name, profile.pop("python_functions"), flush=True)
     print(json.dumps({"name": name, "graphs": len(sources), **profile}),
           flush=True)
 

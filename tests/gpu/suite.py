@@ -755,21 +755,23 @@ def profile_markdown(results, configs):
         lines.append(f"| {r['model']} | {r['mode']} | {c} | {p['cpu_ms']:.2f}"
                      f" | {p['gpu_ms']:.2f} | {p['kernel_busy_ms']:.2f} | "
                      f"{p['kernel_launches']} |")
-    lines += ["", "Kernels whose GPU time per step differs most from "
-              "default's (us per step, launches per step):", ""]
-    for r, c, p in rows:
-        base = r["configs"].get("default", {}).get("profile")
-        if c == "default" or base is None:
-            continue
-        ours, theirs = p["kernels_us_launches"], base["kernels_us_launches"]
-        names = set(ours) | set(theirs)
-        change = sorted(names, key=lambda n: -abs(
-            ours.get(n, [0, 0])[0] - theirs.get(n, [0, 0])[0]))[:5]
-        lines.append(f"- {r['model']} {r['mode']} {c}: " + "; ".join(
-            f"{n[:60]} {theirs.get(n, [0, 0])[0]:.0f} -> "
-            f"{ours.get(n, [0, 0])[0]:.0f} us "
-            f"({theirs.get(n, [0, 0])[1]:g} -> {ours.get(n, [0, 0])[1]:g})"
-            for n in change))
+    for key, what in (("kernels_us_launches", "Kernels whose GPU time"),
+                      ("python_us_calls", "Python functions whose own "
+                       "time")):
+        lines += ["", f"{what} per step differs most from default's (us "
+                  "per step, calls per step):", ""]
+        for r, c, p in rows:
+            base = r["configs"].get("default", {}).get("profile")
+            if c == "default" or base is None or key not in p:
+                continue
+            ours, theirs = p[key], base.get(key, {})
+            change = sorted(set(ours) | set(theirs), key=lambda n: -abs(
+                ours.get(n, [0, 0])[0] - theirs.get(n, [0, 0])[0]))[:5]
+            lines.append(f"- {r['model']} {r['mode']} {c}: " + "; ".join(
+                f"{n[:60]} {theirs.get(n, [0, 0])[0]:.0f} -> "
+                f"{ours.get(n, [0, 0])[0]:.0f} us "
+                f"({theirs.get(n, [0, 0])[1]:g} -> "
+                f"{ours.get(n, [0, 0])[1]:g})" for n in change))
     return lines
 
 
@@ -1062,9 +1064,9 @@ def step_profile(torch, step, fn, steps):
     time when launch bound), the GPU time (CUDA events), and under
     torch.profiler the GPU time of every CUDA kernel (microseconds and
     launches per step, by kernel name), their sum ("busy") and the
-    PROFILE_KERNELS kernels of most time; then cProfile's table of the
-    PROFILE_FUNCTIONS Python functions of most own time over `steps` more
-    steps (text)."""
+    PROFILE_KERNELS kernels of most time; then, over `steps` more steps
+    under cProfile, the Python functions of most own time
+    (python_functions)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
     cpu, gpu = [], []
@@ -1085,7 +1087,6 @@ def step_profile(torch, step, fn, steps):
             step(fn)
         torch.cuda.synchronize()
     import cProfile
-    import io
     import pstats
     profiler = cProfile.Profile()
     profiler.enable()
@@ -1093,9 +1094,6 @@ def step_profile(torch, step, fn, steps):
         step(fn)
     torch.cuda.synchronize()
     profiler.disable()
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(
-        PROFILE_FUNCTIONS)
     kernels = {}
     for event in prof.key_averages():
         if event.device_type == DeviceType.CUDA and \
@@ -1110,7 +1108,21 @@ def step_profile(torch, step, fn, steps):
                                     / 1e3, 3),
             "kernel_launches": round(sum(k[1] for k in kernels.values())),
             "kernels_us_launches": dict(top[:PROFILE_KERNELS]),
-            "python_functions": text.getvalue()}
+            "python_us_calls": python_functions(
+                pstats.Stats(profiler).stats, steps)}
+
+
+def python_functions(stats, steps):
+    """cProfile's raw stats ({(file, line, name): (primitive calls, calls,
+    own seconds, cumulative seconds, callers)}) as {"name (file:line)":
+    [own microseconds, calls] per step}, the PROFILE_FUNCTIONS of most own
+    time (cProfile's table prints milliseconds: too coarse for calls of a
+    few microseconds)."""
+    rows = sorted(stats.items(), key=lambda item: -item[1][2])
+    return {f"{name} ({os.path.basename(file)}:{line})": [
+        round(own * 1e6 / steps, 1), round(calls / steps, 2)]
+        for (file, line, name), (_, calls, own, _, _) in
+        rows[:PROFILE_FUNCTIONS]}
 
 
 def wrapper_sources(torch):

@@ -81,6 +81,29 @@ class ProfileTableTest(unittest.TestCase):
                       "30000 -> 39000 us (100 -> 100); copy 0 -> 1000 us "
                       "(0 -> 10); add 500 -> 500 us (10 -> 10)", table)
 
+    def test_python_functions_per_step_most_own_time_first(self):
+        stats = {("/x/a.py", 3, "call"): (5, 5, 0.002, 0.03, {}),
+                 ("~", 0, "<built-in method torch.mm>"): (650, 650, 0.0065,
+                                                          0.0065, {}),
+                 ("/x/b.py", 9, "run"): (1900, 1900, 0.0019, 0.01, {})}
+        self.assertEqual(suite.python_functions(stats, 5), {
+            "<built-in method torch.mm> (~:0)": [1300.0, 130.0],
+            "call (a.py:3)": [400.0, 1.0],
+            "run (b.py:9)": [380.0, 380.0]})
+        default = row("t5", 5.0, 5.0, 5.2)
+        for config, mm in (("default", 1200.0), ("memplan_partition",
+                                                 1300.0)):
+            default["configs"][config]["profile"] = {
+                "cpu_ms": 5.0, "gpu_ms": 5.0, "kernel_busy_ms": 4.0,
+                "kernel_launches": 100, "kernels_us_launches": {},
+                "python_us_calls": {"torch.mm": [mm, 130.0]}}
+        table = "\n".join(suite.profile_markdown(
+            [default], ["default", "memplan_partition"]))
+        self.assertIn("Python functions whose own time per step differs",
+                      table)
+        self.assertIn("- t5 inference memplan_partition: torch.mm 1200 -> "
+                      "1300 us (130 -> 130)", table)
+
 
 class MergeStepTimesTest(unittest.TestCase):
     def test_the_workers_metrics_become_the_record(self):
