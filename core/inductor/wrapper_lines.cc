@@ -48,6 +48,14 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
   // compute_buffer_groups.
   PoolLines result;
   absl::flat_hash_map<std::string, int32_t> group_of_name;
+  // Every name an earlier line gave storage, freed or reused (grouped or
+  // not), and that line: a buffer's name is unique in a graph, and an
+  // ALLOCATE of such a name would give the group the earlier lines' frees
+  // (a live range that starts before its allocation).
+  absl::flat_hash_map<std::string, size_t> named_at;
+  const auto note_name = [&](const std::string& name, size_t i) {
+    if (!name.empty()) named_at.try_emplace(name, i);
+  };
   for (size_t i = 0; i < lines.size(); ++i) {
     const WrapperLine& line = lines[i];
     if (PlansABuffer(line) && line.name.empty()) {
@@ -61,6 +69,15 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
             absl::StrCat("buffer \"", line.name, "\" has a negative size ",
                          line.allocation.size));
       }
+      if (const auto earlier = named_at.find(line.name);
+          earlier != named_at.end() && !group_of_name.contains(line.name)) {
+        return LineError(
+            label, i, "name",
+            absl::StrCat("buffer \"", line.name, "\" is allocated after ",
+                         label, "[", earlier->second,
+                         "] named it (a graph's buffer names are unique)"));
+      }
+      note_name(line.name, i);
       const auto [it, inserted] = group_of_name.try_emplace(
           line.name, static_cast<int32_t>(result.buffers.size()));
       if (!inserted) {
@@ -87,6 +104,8 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
                          absl::StrCat("buffer \"", line.reused_as,
                                       "\" already has storage"));
       }
+      note_name(line.name, i);
+      note_name(line.reused_as, i);
       // Inductor leaves buffers that reuse storage it did not allocate
       // (e.g. an extern kernel's) out of every group.
       const auto old = group_of_name.find(line.name);
@@ -94,6 +113,11 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
       const int32_t group = old->second;
       result.buffers[group].names.push_back(line.reused_as);
       group_of_name.emplace(line.reused_as, group);
+    } else if (line.kind == WrapperLineKind::kFreeIfNotReused ||
+               line.kind == WrapperLineKind::kExternAllocate) {
+      note_name(line.name, i);
+    } else if (line.kind == WrapperLineKind::kMultiOutput) {
+      note_name(line.reused_as, i);
     }
   }
 

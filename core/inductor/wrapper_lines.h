@@ -144,8 +144,10 @@ struct PoolLines {
 //     ignored otherwise;
 //   - a group is an output when any of its names is in output_names.
 // Returns INVALID_ARGUMENT naming the line (`<label>[i]`, e.g. "lines[3]")
-// and field for a buffer allocated twice, an empty name, a REUSE whose new
-// name already has a group, or a negative size. Sizes and devices are
+// and field for a buffer allocated twice, an ALLOCATE of a name an earlier
+// line already named (freed, reused, or an extern kernel's output: names
+// are unique in a graph), an empty name, a REUSE whose new name already has
+// a group, or a negative size. Sizes and devices are
 // checked further by ValidateProblem.
 absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
                                             absl::string_view label = "lines");

@@ -156,15 +156,20 @@ class DevicePartition {
       }
       Place(order[i], offsets);
     }
-    // Buffers that allocate nothing (no bytes, or an empty live range): at
+    // Buffers that allocate nothing (no bytes, or an empty span): at
     // offset 0 of the newest pool of intermediates they fit in, so that no
-    // pool grows for them; a pool of their own where none is large enough.
+    // pool grows for them; a pool of their own where none is large enough,
+    // or where the buffer's live range is not empty (a span cannot be empty
+    // then for the lines GroupWrapperLines accepts, but overlapping another
+    // buffer is never an option).
     for (int32_t b : buffers_) {
       const Buffer& buffer = problem_.buffers[b];
       if (buffer.is_output || buffer.size_is_data_dependent || Charged(b)) {
         continue;
       }
-      int32_t pool = newest_;
+      const bool holds_bytes =
+          buffer.size > 0 && buffer.live_range.begin < buffer.live_range.end;
+      int32_t pool = holds_bytes ? -1 : newest_;
       while (pool >= 0 && pools_[pool].height < buffer.size) {
         pool = pools_[pool].older;
       }

@@ -141,6 +141,16 @@ TEST(GroupWrapperLinesTest, RejectsMalformedLinesNamingThem) {
   };
   EXPECT_THAT(error({Allocate("buf0", 64), Kernel(), Allocate("buf0", 64)}),
               HasSubstr("lines[2].name: buffer \"buf0\" is allocated twice"));
+  // A name an earlier line freed or reused, outside every group (an extern
+  // kernel's storage), is not allocated again: the group would take the
+  // earlier free as its first use.
+  EXPECT_THAT(error({Kernel(), Reuse("ext", "buf3"), Kernel(), Free("buf3"),
+                     Kernel(), Allocate("buf3", 64)}),
+              HasSubstr("lines[5].name: buffer \"buf3\" is allocated after "
+                        "lines[1] named it"));
+  EXPECT_THAT(error({Free("buf0"), Kernel(), Allocate("buf0", 64)}),
+              HasSubstr("lines[2].name: buffer \"buf0\" is allocated after "
+                        "lines[0] named it"));
   EXPECT_THAT(error({Allocate("", 64)}), HasSubstr("lines[0].name: is empty"));
   EXPECT_THAT(error({Allocate("buf0", -1)}),
               HasSubstr("lines[0].size_bytes: buffer \"buf0\" has a negative"));

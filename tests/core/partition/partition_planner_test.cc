@@ -142,6 +142,21 @@ TEST(PartitionPlannerTest, DefaultsReuseChainIsAPoolWhereItNearlyKeepsThePeak) {
   EXPECT_EQ(peaks[0].predicted, peaks[0].baseline);
 }
 
+// A timeline that does not charge a buffer (an empty span) while its live
+// range overlaps another's (lines that GroupWrapperLines now refuses gave
+// one: a free before the allocation): the buffer still never shares the
+// other's bytes.
+TEST(PartitionPlannerTest, AnUnchargedBufferWithALiveRangeNeverOverlaps) {
+  const Problem problem =
+      WholeGraph({MakeBuffer("a", 100, 0, 4), MakeBuffer("b", 100, 1, 3)}, {});
+  GraphTimeline timeline = TimelineOfBuffers(problem);
+  timeline.spans[1] = GraphTimeline::Span{2, 2};
+  PlanContext context;
+  context.timeline = &timeline;
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem, context);
+  EXPECT_EQ(plan.pools.size(), 2u);
+}
+
 TEST(PartitionPlannerTest, OutputsKeepPoolsOfTheirOwn) {
   const Problem problem = WholeGraph(
       {MakeBuffer("a", 64, 0, 2), MakeBuffer("out0", 64, 1, 5, true),
