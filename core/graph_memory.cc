@@ -167,7 +167,8 @@ std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
   for (size_t d = 0; d < bound.size(); ++d) index[bound[d].device] = d;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& buffer = problem.buffers[i];
-    const GraphTimeline::Span& span = timeline.spans[i];
+    const GraphTimeline::Span& span =
+        timeline.held.empty() ? timeline.spans[i] : timeline.held[i];
     // A buffer that is no output yet is never freed (wrapper lines cut
     // short) stays allocated to the end without pools, but a plan needs
     // its bytes only over its live range, which ends at its last line (as

@@ -159,6 +159,14 @@ struct GraphTimeline {
     int64_t end = kNeverFreed;
   };
   std::vector<Span> spans;
+  // Per buffer group (parallel to spans, or empty: the spans): where every
+  // plan holds the group's bytes apart from every other group's, for the
+  // lower bound on the predicted peak. Within one run of planning lines
+  // (one timestep) a plan may give a group freed there and one allocated
+  // there the same bytes, whatever the lines' order, so from the end of
+  // the run of the group's ALLOCATE to the start of the run of its last
+  // FREE (empty when both are one run: an empty live range).
+  std::vector<Span> held;
   // Per device, in the order of the devices' first buffers: the blocks no
   // pool holds, with pools (extern outputs, freed inputs).
   std::vector<DeviceMemory> unplanned;

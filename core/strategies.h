@@ -37,7 +37,12 @@ namespace memplan {
 //      baseline through the allocator model) or nearly the least, where
 //      version 7 kept the least reserved; new candidates: default's reuse
 //      chains as pools, alone and as the start of the sharing.
-inline constexpr uint32_t kPlannerVersion = 8;
+//   9: predicted_peak_lower_bound_bytes of events requests counts a
+//      buffer only between its ALLOCATE's run of planning lines and its
+//      last FREE's run (a plan may share bytes within a run, whatever the
+//      lines' order: the bound was above the predicted peak on such
+//      lines); an ALLOCATE of a name an earlier event used is refused.
+inline constexpr uint32_t kPlannerVersion = 9;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

@@ -169,6 +169,33 @@ GraphTimeline TimelineOfLines(const Problem& problem,
       timeline.spans[g].end = last_free[g];
     }
   }
+  // Held: from the last line of the ALLOCATE's run to the first line of
+  // the last FREE's run (lines of one run share a timestep).
+  {
+    std::vector<int64_t> run_first(num_lines), run_last(num_lines);
+    for (int64_t i = 0; i < num_lines; ++i) {
+      const Timestep t = lines.timestep_of_line[i];
+      run_first[i] = i > 0 && t != 0 && lines.timestep_of_line[i - 1] == t
+                         ? run_first[i - 1]
+                         : i;
+    }
+    for (int64_t i = num_lines - 1; i >= 0; --i) {
+      const Timestep t = lines.timestep_of_line[i];
+      run_last[i] =
+          i + 1 < num_lines && t != 0 && lines.timestep_of_line[i + 1] == t
+              ? run_last[i + 1]
+              : i;
+    }
+    timeline.held = timeline.spans;
+    for (size_t g = 0; g < num_groups; ++g) {
+      GraphTimeline::Span& held = timeline.held[g];
+      if (held.begin >= held.end || held.begin >= num_lines) continue;
+      held.begin = run_last[held.begin];
+      if (held.end != kNeverFreed && held.end < num_lines) {
+        held.end = std::max(held.begin, run_first[held.end]);
+      }
+    }
+  }
 
   const absl::flat_hash_set<std::string> removed(
       program.removed_buffers.begin(), program.removed_buffers.end());

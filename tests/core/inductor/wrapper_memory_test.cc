@@ -123,6 +123,36 @@ TEST(TimelineOfLinesTest, PredictedAndBaselinePeaks) {
   EXPECT_EQ(peaks[0].lower_bound, 1550);
 }
 
+//   line 0 ALLOCATE a (256)   t1   a: [1, 2), held [0, 2)
+//   line 1 kernel
+//   line 2 ALLOCATE b (256)   t2   b: [2, 3), held [3, 5): one run with
+//   line 3 FREE a             t2   a's FREE, whose bytes a plan may give b
+//   line 4 kernel                  (the lines' order in a run is free)
+//   line 5 FREE b             t3
+//   line 6 kernel
+// One pool of 256 bytes holds both: the lower bound is 256, not the 512
+// that a and b's spans ([0, 3) and [2, 5)) would sum to at line 2.
+TEST(TimelineOfLinesTest, TheLowerBoundLetsARunShareBytes) {
+  WrapperProgram program;
+  program.lines = {
+      Allocate("a", 256), Kernel(), Allocate("b", 256), Free("a"), Kernel(),
+      Free("b"),          Kernel()};
+  const Graph graph = Derive(program);
+  const GraphTimeline timeline =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
+  EXPECT_EQ(graph.problem.buffers[0].live_range, (LiveRange{1, 2}));
+  EXPECT_EQ(graph.problem.buffers[1].live_range, (LiveRange{2, 3}));
+  Plan plan;
+  plan.pools = {Pool("pool0", "cuda:0", 256)};
+  plan.assignments = {{0, 0}, {0, 0}};
+  const std::vector<DevicePeaks> peaks =
+      WholeGraphPeaks(graph.problem, plan, timeline);
+  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(peaks[0].predicted, 256);
+  EXPECT_EQ(peaks[0].lower_bound, 256);
+  EXPECT_EQ(peaks[0].baseline, 512);
+}
+
 //   line 0 ALLOCATE a (256)      a freed at 2, its storage handed to b at 4:
 //   line 1 kernel                held over [0, 4) by a, then by b to 6
 //   line 2 FREE a
