@@ -583,6 +583,15 @@ class PoolViewTest(unittest.TestCase):
     def generate(self, lines):
         return generate_pool_code(lines)
 
+    def generate_two(self, a, b):
+        """The code of a then b allocated from their pool (a first), then
+        both freed (b last)."""
+        wrapper = Wrapper()
+        return self.generate([
+            AllocFromPoolLine(a, first=True, wrapper=wrapper),
+            AllocFromPoolLine(b, wrapper=wrapper),
+            DeallocFromPoolLine(a), DeallocFromPoolLine(b, last=True)])
+
     def test_one_typed_view_per_pool_and_dtype(self):
         wrapper, pool = Wrapper(), Pool("pool0")
         a = PoolGroup(["buf0"], pool, 0, FLOAT32, (16, 8), (8, 1))
@@ -608,13 +617,10 @@ class PoolViewTest(unittest.TestCase):
     def test_a_pool_of_symbolic_size_is_bytes_with_a_typed_view(self):
         # Its size in elements is not written: Inductor's creation (uint8),
         # then one view in the buffers' dtype.
-        wrapper, pool = Wrapper(), Pool("pool0", static=False)
+        pool = Pool("pool0", static=False)
         a = PoolGroup(["buf0"], pool, 0, FLOAT32)
         b = PoolGroup(["buf1"], pool, 64, FLOAT32)
-        self.assertEqual(self.generate([
-            AllocFromPoolLine(a, first=True, wrapper=wrapper),
-            AllocFromPoolLine(b, wrapper=wrapper),
-            DeallocFromPoolLine(a), DeallocFromPoolLine(b, last=True)]), [
+        self.assertEqual(self.generate_two(a, b), [
             "pool0 = empty_strided_cuda(...)",
             "pool0_float32 = alloc_from_pool(pool0, 0, torch.float32, "
             "(0, ), (1, ))",
@@ -678,13 +684,10 @@ class PoolViewTest(unittest.TestCase):
             "del buf4"])
 
     def test_alloc_from_pool_where_the_offset_is_not_whole_elements(self):
-        wrapper, pool = Wrapper(), Pool("pool0")
+        pool = Pool("pool0")
         a = PoolGroup(["buf0"], pool, 2, FLOAT32)
         b = PoolGroup(["buf1"], pool, 64, FLOAT32)
-        self.assertEqual(self.generate([
-            AllocFromPoolLine(a, first=True, wrapper=wrapper),
-            AllocFromPoolLine(b, wrapper=wrapper),
-            DeallocFromPoolLine(a), DeallocFromPoolLine(b, last=True)]), [
+        self.assertEqual(self.generate_two(a, b), [
             "pool0 = empty_strided_cuda((1024, ), (1, ), torch.float32)",
             "buf0 = alloc_from_pool(pool0, 2, torch.float32, (4, ), (1, ))",
             "buf1 = reinterpret_tensor(pool0, (4, ), (1, ), 16)",

@@ -107,20 +107,26 @@ TEST(TimelineOfLinesTest, ExternOutputsLiveUntilTheirLastHolderLetsGo) {
                            MemoryBlock{0, 8, 1000}, MemoryBlock{3, 10, 300}));
 }
 
-TEST(TimelineOfLinesTest, PredictedAndBaselinePeaks) {
-  const Graph graph = Derive(ExternsAndInputs());
+// The whole-graph peaks of `graph` (one device) with every buffer in one
+// pool of `pool_bytes` at offset 0.
+DevicePeaks OnePoolPeaks(const Graph& graph, Bytes pool_bytes) {
   const GraphTimeline timeline =
       TimelineOfLines(graph.problem, graph.program, graph.lines, {});
   Plan plan;
-  plan.pools = {Pool("pool0", "cuda:0", 200)};
-  plan.assignments = {{0, 0}};
+  plan.pools = {Pool("pool0", "cuda:0", pool_bytes)};
+  plan.assignments.assign(graph.problem.buffers.size(), Assignment{0, 0});
   const std::vector<DevicePeaks> peaks =
       WholeGraphPeaks(graph.problem, plan, timeline);
-  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(peaks.size(), 1u);
+  return peaks.empty() ? DevicePeaks{} : peaks[0];
+}
+
+TEST(TimelineOfLinesTest, PredictedAndBaselinePeaks) {
+  const DevicePeaks peaks = OnePoolPeaks(Derive(ExternsAndInputs()), 200);
   // At 3 and 4: conv0 1000, buf1's pool 200, sdpa's outputs 350.
-  EXPECT_EQ(peaks[0].predicted, 1550);
-  EXPECT_EQ(peaks[0].baseline, 1550);
-  EXPECT_EQ(peaks[0].lower_bound, 1550);
+  EXPECT_EQ(peaks.predicted, 1550);
+  EXPECT_EQ(peaks.baseline, 1550);
+  EXPECT_EQ(peaks.lower_bound, 1550);
 }
 
 //   line 0 ALLOCATE a (256)   t1   a: [1, 2), held [0, 2)
@@ -138,19 +144,12 @@ TEST(TimelineOfLinesTest, TheLowerBoundLetsARunShareBytes) {
       Allocate("a", 256), Kernel(), Allocate("b", 256), Free("a"), Kernel(),
       Free("b"),          Kernel()};
   const Graph graph = Derive(program);
-  const GraphTimeline timeline =
-      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
   EXPECT_EQ(graph.problem.buffers[0].live_range, (LiveRange{1, 2}));
   EXPECT_EQ(graph.problem.buffers[1].live_range, (LiveRange{2, 3}));
-  Plan plan;
-  plan.pools = {Pool("pool0", "cuda:0", 256)};
-  plan.assignments = {{0, 0}, {0, 0}};
-  const std::vector<DevicePeaks> peaks =
-      WholeGraphPeaks(graph.problem, plan, timeline);
-  ASSERT_EQ(peaks.size(), 1u);
-  EXPECT_EQ(peaks[0].predicted, 256);
-  EXPECT_EQ(peaks[0].lower_bound, 256);
-  EXPECT_EQ(peaks[0].baseline, 512);
+  const DevicePeaks peaks = OnePoolPeaks(graph, 256);
+  EXPECT_EQ(peaks.predicted, 256);
+  EXPECT_EQ(peaks.lower_bound, 256);
+  EXPECT_EQ(peaks.baseline, 512);
 }
 
 //   line 0 ALLOCATE a (256)      a freed at 2, its storage handed to b at 4:
