@@ -16,8 +16,9 @@
 //     total_pool_bytes, lower_bound <= peak <= total, retained <= total;
 //     per device 0 <= predicted_peak_lower_bound <= predicted_peak and
 //     baseline_peak >= 0, the totals the devices' sums),
-//   - or, for the strategies that search nothing (inductor, best_fit),
-//     differs when planned again (the same request gives the same bytes).
+//   - or, for the strategies that search nothing (inductor, best_fit, and
+//     partition where it plans), differs when planned again (the same
+//     request gives the same bytes).
 // Crashes, hangs (-timeout) and memory blow-ups (-rss_limit_mb) are
 // findings too. Searches run under a small work budget (PlanContext::
 // work_left), so one input costs milliseconds and runs deterministically.
@@ -212,8 +213,11 @@ void FuzzOne(const uint8_t* data, size_t size) {
       continue;
     }
     CheckResponse(variant, *response);
+    // Partition searches nothing either (auto and partition fall back to
+    // searches where it does not apply: stats.planner says which planned).
     if (strategy == v1::STRATEGY_INDUCTOR ||
-        strategy == v1::STRATEGY_BEST_FIT) {
+        strategy == v1::STRATEGY_BEST_FIT ||
+        response->stats().planner() == "partition") {
       const absl::StatusOr<v1::PlanMemoryResponse> again =
           PlanBudgeted(variant);
       if (!again.ok() || WithoutTime(*again) != WithoutTime(*response)) {
