@@ -48,8 +48,9 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
   // compute_buffer_groups.
   PoolLines result;
   absl::flat_hash_map<std::string, int32_t> group_of_name;
-  // Every name an earlier line gave storage, freed or reused (grouped or
-  // not), and that line: a buffer's name is unique in a graph, and an
+  // Every name an earlier line freed, reused or bound to an extern
+  // kernel's storage (grouped or not), and that line (allocated names are
+  // in group_of_name): a buffer's name is unique in a graph, and an
   // ALLOCATE of such a name would give the group the earlier lines' frees
   // (a live range that starts before its allocation).
   absl::flat_hash_map<std::string, size_t> named_at;
@@ -77,7 +78,6 @@ absl::StatusOr<PoolLines> GroupWrapperLines(const WrapperProgram& program,
                          label, "[", earlier->second,
                          "] named it (a graph's buffer names are unique)"));
       }
-      note_name(line.name, i);
       const auto [it, inserted] = group_of_name.try_emplace(
           line.name, static_cast<int32_t>(result.buffers.size()));
       if (!inserted) {
