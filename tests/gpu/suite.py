@@ -128,6 +128,9 @@ ALIGNMENT = {"memplan_partition_a512": 512}
 EAGER_TOLERANCE = 1e-2
 # Rounds the timed steps of a configuration are split into (see run_worker).
 ROUNDS = 4
+# --step-time: seconds a worker waits at its wave's barrier (every worker of
+# the wave compiled) before its timed rounds, at most.
+BARRIER_SECONDS = 300
 # --step-time: the control's name (default's compiled code timed again, in
 # a slot of its own) and the least step-time ratio counted as noise.
 CONTROL = "default_again"
@@ -158,6 +161,11 @@ def parse_args():
                         help="with --step-time: also profile each "
                         "configuration's steps (CUDA kernels, CPU time) "
                         "and keep every compiled graph's wrapper code")
+    parser.add_argument("--trace-lines", action="store_true",
+                        help="memory runs: one more step in which every "
+                        "statement of every compiled graph's wrapper code "
+                        "records the memory allocated after it and the "
+                        "peak within it (LineTraces; diagnosis)")
     parser.add_argument("--worker", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
@@ -165,6 +173,9 @@ def parse_args():
     parser.add_argument("--mode", help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     parser.add_argument("--gpu-lock", help=argparse.SUPPRESS)
+    parser.add_argument("--barrier", help=argparse.SUPPRESS)
+    parser.add_argument("--barrier-count", type=int, default=0,
+                        help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -229,7 +240,8 @@ def run_driver(args):
     results, lock = [], threading.Lock()
     started = time.time()
 
-    def run_worker_process(gpu, model, mode, config):
+    def run_worker_process(gpu, model, mode, config, barrier=None,
+                           barrier_count=0):
         name = f"{model}.{mode}." + ("step_time" if args.step_time
                                       else config)
         out = os.path.join(workers_dir, name + ".json")
@@ -242,8 +254,13 @@ def run_driver(args):
                    "--gpu-lock", os.path.join(args.out, f"gpu{gpu}.lock")]
         if args.step_time:
             command.append("--step-time")
+        if barrier:
+            command += ["--barrier", barrier,
+                        "--barrier-count", str(barrier_count)]
         if args.profile:
             command.append("--profile")
+        if args.trace_lines:
+            command.append("--trace-lines")
         begin = time.time()
         with open(os.path.join(workers_dir, name + ".log"), "w") as log:
             process = subprocess.Popen(command, env=env, stdout=log,
@@ -251,6 +268,7 @@ def run_driver(args):
         return name, out, process, begin
 
     def gpu_loop(gpu):
+        waves = 0
         while True:
             wave = []
             while len(wave) < per_wave:
@@ -260,8 +278,15 @@ def run_driver(args):
                     break
             if not wave:
                 return
-            running = {pair: [run_worker_process(gpu, *pair, group)
-                              for group in groups] for pair in wave}
+            # --step-time: no worker times its steps while another of the
+            # wave still compiles (its CPU load slows the timed process's
+            # launches: run T4d, docs/gpu.md "Step time").
+            waves += 1
+            barrier = os.path.join(args.out, f"barrier.gpu{gpu}.{waves}") \
+                if args.step_time else None
+            running = {pair: [run_worker_process(
+                gpu, *pair, group, barrier, len(wave) * len(groups))
+                for group in groups] for pair in wave}
             # Every worker of the wave done before any record is merged:
             # merging loads and compares results on the CPU, which would
             # disturb the wave's timed steps.
@@ -898,6 +923,98 @@ class GraphCalls:
         CompiledFxGraph.__call__ = call
 
 
+class LineTraces:
+    """Wraps CompiledFxGraph.__call__ for diagnosis: while `tracing`, each
+    compiled graph runs a copy of its wrapper code in which every statement
+    of `call` (and of the `with` blocks in it) is followed by a probe, and
+    records per statement the bytes allocated after it and the most bytes
+    allocated within it (a cuDNN workspace, a temporary inside an extern
+    kernel), both above the graph's entry (torch.cuda.memory_allocated and
+    max_memory_allocated, peak statistics reset at every probe: no device
+    synchronization). The copy is loaded through Inductor's PyCodeCache
+    (its kernels come from Triton's cache) and called as the original's
+    `call`, without the wrapper Inductor puts around it (the inputs here
+    are aligned). calls: per graph call, {"graph_id", "phase", "rows":
+    [[statement (120 characters at most), after, within], ...]}, rows kept
+    where the allocated bytes changed or the peak within rose above them."""
+
+    def __init__(self, torch):
+        from torch._inductor.output_code import CompiledFxGraph
+        self.torch = torch
+        self.tracing = False
+        self.calls = []
+        self.modules = {}  # id(graph) -> (module, statement labels)
+        original = CompiledFxGraph.__call__
+        traces = self
+
+        def call(graph, inputs):
+            if not traces.tracing or getattr(graph, "source_code",
+                                             None) is None:
+                return original(graph, inputs)
+            return traces._traced_call(graph, inputs)
+
+        CompiledFxGraph.__call__ = call
+
+    def _module(self, graph):
+        import ast
+        from torch._inductor.codecache import PyCodeCache
+        key = id(graph)
+        if key in self.modules:
+            return self.modules[key]
+        tree = ast.parse(graph.source_code)
+        labels = []
+
+        def probed(body):
+            out = []
+            for statement in body:
+                if isinstance(statement, ast.With):
+                    statement.body = probed(statement.body)
+                    out.append(statement)
+                    continue
+                out.append(statement)
+                if isinstance(statement, ast.Return):
+                    continue
+                labels.append(" ".join(ast.unparse(statement).split())[:120])
+                out.append(ast.parse(
+                    f"_memplan_probe({len(labels) - 1})").body[0])
+            return out
+
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == "call":
+                node.body = probed(node.body)
+        module = PyCodeCache.load(ast.unparse(tree))
+        self.modules[key] = (module, labels)
+        return self.modules[key]
+
+    def _traced_call(self, graph, inputs):
+        cuda = self.torch.cuda
+        module, labels = self._module(graph)
+        rows = []
+        cuda.reset_peak_memory_stats()
+        base = cuda.memory_allocated()
+        last = [0]
+
+        def probe(i):
+            after = cuda.memory_allocated() - base
+            within = cuda.max_memory_allocated() - base
+            if after != last[0] or within > after:
+                rows.append([labels[i], after, within])
+            last[0] = after
+            cuda.reset_peak_memory_stats()
+
+        module._memplan_probe = probe
+        try:
+            return module.call(inputs)
+        finally:
+            kwargs = getattr(graph, "fx_kwargs", {}) or {}
+            self.calls.append({
+                "graph_id": kwargs.get("graph_id"),
+                "phase": "backward" if kwargs.get("is_backward") else (
+                    "inference" if kwargs.get("is_inference")
+                    else "forward"),
+                "rows": rows})
+
+
 def force_training_pools(torch, enabled):
     """Inductor's own pools for training graphs: its switch in
     PythonWrapperCodegen.run_wrapper_ir_passes forced on (or restored)."""
@@ -1146,12 +1263,29 @@ def wrapper_sources(torch):
     return sources, restore
 
 
+def arrive_at_barrier(args, wait):
+    """--step-time: marks this worker as arrived at its wave's barrier
+    (a file in the folder args.barrier) and, with `wait`, waits until
+    args.barrier_count workers have arrived or BARRIER_SECONDS passed.
+    Returns the seconds waited."""
+    if not args.barrier:
+        return 0.0
+    os.makedirs(args.barrier, exist_ok=True)
+    open(os.path.join(args.barrier, os.path.basename(args.out)), "w").close()
+    begin = time.time()
+    while wait and len(os.listdir(args.barrier)) < args.barrier_count and \
+            time.time() - begin < BARRIER_SECONDS:
+        time.sleep(0.2)
+    return round(time.time() - begin, 1)
+
+
 def run_step_time_worker(args):
     """--step-time: the configurations of args.config (a comma list) of one
     (model, mode) in this one process, so that they share its CPU speed
     (docs/gpu.md, "Step time"): each compiled on the same model with a
     backend of its own (backend_of) and run twice (compile, autotuning),
-    one after another; then, alone on the GPU (the exclusive lock), ROUNDS
+    one after another; then, once every worker of its wave has compiled
+    (arrive_at_barrier), alone on the GPU (the exclusive lock), ROUNDS
     rounds in which each configuration and the control (CONTROL: default's
     code again, in a slot of its own) runs a warm-up step and its share of
     args.steps timed ones (CUDA events), the order rotated every round;
@@ -1225,6 +1359,8 @@ def run_step_time_worker(args):
         m["error_vs_inductor_pools"] = relative_error(torch, ours, reference)
     del results, reference
 
+    # Every worker of the wave compiled (or gone) before any times a step.
+    worker["barrier_wait_seconds"] = arrive_at_barrier(args, wait=True)
     slots = list(fns)
     if "default" in fns:
         fns[CONTROL] = fns["default"]
@@ -1292,6 +1428,7 @@ def run_worker(args):
                                                      args.mode)
     params = [p for p in model.parameters() if p.requires_grad]
     calls = GraphCalls(torch)
+    traces = LineTraces(torch) if args.trace_lines else None
 
     step = stepper(torch, model, inputs, loss_of, params, training)
 
@@ -1383,6 +1520,15 @@ def run_worker(args):
         calls.measuring = False
         del out
         worker["graph_calls"] = calls.calls
+        if args.trace_lines:
+            gc.collect()
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            traces.tracing = True
+            out = step(fn)
+            traces.tracing = False
+            del out
+            worker["line_traces"] = traces.calls
         m["error_vs_eager"] = relative_error(torch, results, eager)
         torch.save(results, args.out[:-len(".json")] + ".pt")
     except Exception as error:  # reported; the driver goes on
@@ -1415,7 +1561,10 @@ def run_worker(args):
 if __name__ == "__main__":
     arguments = parse_args()
     if arguments.worker and arguments.step_time:
-        run_step_time_worker(arguments)
+        try:
+            run_step_time_worker(arguments)
+        finally:  # a worker that failed early must not hold the others
+            arrive_at_barrier(arguments, wait=False)
     elif arguments.worker:
         run_worker(arguments)
     else:
