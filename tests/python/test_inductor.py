@@ -491,6 +491,26 @@ class DeallocFromPoolLine:
         self.is_last_pool_usage = last
 
 
+class SavedInputCopiesTest(unittest.TestCase):
+
+    def test_an_input_returned_as_a_buffer_of_its_own_is_a_copy(self):
+        # resnet18's forward with layout optimization: the weight saved for
+        # backward is returned as buf15, its channels-last copy; the other
+        # saved input and the activation are returned as they are.
+        copies = hook.saved_input_copies(
+            [("relu", False), ("primals_116", True), ("primals_2", True),
+             ("convolution_19", False)],
+            ["buf40", "buf15", "primals_2", "buf19"],
+            ["primals_1", "primals_2", "primals_116"])
+        self.assertEqual(copies, {"primals_116"})
+
+    def test_nothing_where_outputs_and_buffers_do_not_line_up(self):
+        self.assertEqual(hook.saved_input_copies(
+            [("primals_1", True)], ["buf0", "buf1"], ["primals_1"]), set())
+        self.assertEqual(hook.saved_input_copies(
+            [("primals_1", True)], [None], ["primals_1"]), set())
+
+
 class CachedBlocksTest(unittest.TestCase):
 
     def test_free_blocks_of_segments_in_use_on_the_graphs_devices(self):

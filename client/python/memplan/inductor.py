@@ -221,10 +221,63 @@ def buffers_from_groups(groups):
 # --- Memory outside the plan (torch) ---------------------------------------
 
 # Graph-input names of a backward graph whose storage the caller keeps:
-# parameters and user inputs (primals_N) and incoming gradients (tangents_N).
+# parameters and user inputs (primals_N) and incoming gradients (tangents_N),
+# but for the primals its forward graph saved as copies (saved_input_copies).
 # The other inputs are the saved activations, which AOTAutograd hands over
 # (steal_args), so the graph's `del` returns their storage.
 _HELD_INPUT_PREFIXES = ("primals_", "tangents_")
+
+# Forward graph id (GraphLowering.graph_id: AOTAutograd's id, the same for a
+# forward and its backward) -> saved_input_copies of that forward, for its
+# backward graph, which Inductor compiles later. The most recent
+# _SAVED_COPIES_KEPT forwards are kept.
+_saved_copies = {}
+_saved_copies_lock = threading.Lock()
+_SAVED_COPIES_KEPT = 4096
+
+
+def saved_input_copies(output_args, output_buffers, input_names):
+    """The forward graph's outputs that are graph inputs in the FX graph but
+    storage of the graph's own in Inductor's code: with layout optimization
+    (convolutions' weights and inputs in channels-last) Inductor copies an
+    input once and returns the copy where the input is saved for backward
+    (`buf15 = empty_strided_cuda((512, 512, 3, 3), (4608, 1, 1536, 512))`,
+    returned for `primals_116`). The caller does not hold a copy: the
+    backward graph's input of that name is the last reference, and its
+    `del primals_116` returns the bytes (resnet18's backward: 53 MiB of
+    such inputs; docs/gpu.md, "Line traces").
+
+    output_args: per FX output, (name, is a placeholder); output_buffers: per
+    output in the same order, the name of the buffer Inductor returns (None
+    where unknown); input_names: the graph's input names. Returns the FX
+    names of the copied inputs (empty where the lengths differ)."""
+    if len(output_args) != len(output_buffers):
+        return set()
+    inputs = set(input_names)
+    return {name for (name, placeholder), buffer in zip(output_args,
+                                                        output_buffers)
+            if placeholder and buffer is not None and buffer not in inputs}
+
+
+def _forward_copies(graph):
+    """saved_input_copies of a forward graph being compiled (V.graph)."""
+    from torch import fx
+    output = next(node for node in graph.module.graph.nodes
+                  if node.op == "output")
+    args = output.args[0] if isinstance(output.args[0], (list, tuple)) \
+        else (output.args[0],)
+    output_args = [(arg.name, arg.op == "placeholder")
+                   if isinstance(arg, fx.Node) else ("", False)
+                   for arg in args]
+
+    def buffer_name(node):
+        try:
+            return node.get_name()
+        except Exception:  # a constant, a symbolic size
+            return None
+    return saved_input_copies(
+        output_args, [buffer_name(node) for node in graph.graph_outputs],
+        getattr(graph, "graph_input_names", []))
 
 
 class GraphMemory:
@@ -242,7 +295,36 @@ class GraphMemory:
         self.scheduler_node_bytes = list(scheduler_node_bytes)
         self.unknown_storage = set()  # freed inputs without an example
         self.graph_inputs = set(getattr(graph, "graph_input_names", []))
+        self.copied_inputs = self._copied_inputs()
         self.input_release = self._input_release(lines)
+
+    def _copied_inputs(self):
+        """A forward graph: notes its saved_input_copies for its backward.
+        A backward graph: its forward's, where that forward was planned in
+        this process (else none: every primal is taken as the caller's)."""
+        graph = self.graph
+        key = getattr(graph, "graph_id", None)
+        if getattr(graph, "is_backward", False):
+            with _saved_copies_lock:
+                return _saved_copies.get(key, set())
+        if key is not None and not getattr(graph, "is_inference", True):
+            try:
+                copies = _forward_copies(graph)
+            except Exception as error:  # never a reason to fail the plan
+                log.warning("memplan: cannot read the forward's outputs: %s",
+                            error)
+                copies = set()
+            with _saved_copies_lock:
+                _saved_copies.pop(key, None)
+                _saved_copies[key] = copies
+                while len(_saved_copies) > _SAVED_COPIES_KEPT:
+                    _saved_copies.pop(next(iter(_saved_copies)))
+        return set()
+
+    def held(self, name):
+        """Whether the caller keeps a backward input's storage."""
+        return name.startswith(_HELD_INPUT_PREFIXES) and \
+            name not in self.copied_inputs
 
     def _bytes(self, node):
         if node.get_inputs_that_alias_output():
@@ -297,7 +379,7 @@ class GraphMemory:
     def input_free(self, line):
         name = line.node.get_name()
         device = str(line.node.get_device() or "")
-        if name.startswith(_HELD_INPUT_PREFIXES):
+        if self.held(name):
             return {"name": name, "size_bytes": 0, "device": device}
         if name in self.unknown_storage:
             # No example input to tell its storage: its layout's bytes.
@@ -369,12 +451,11 @@ class GraphMemory:
         for name in freed:
             if name in storage_of:
                 last_free[storage_of[name][0]] = name
-            elif not name.startswith(_HELD_INPUT_PREFIXES):
+            elif not self.held(name):
                 self.unknown_storage.add(name)
         release = {}
         for key, members in views.items():
-            held = any(n.startswith(_HELD_INPUT_PREFIXES) or n not in freed
-                       for n in members)
+            held = any(self.held(n) or n not in freed for n in members)
             if held:
                 continue
             name = last_free[key]
