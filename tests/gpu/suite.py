@@ -387,6 +387,8 @@ def merge_step_times(model, mode, outcomes):
         record["torch"] = worker.get("torch")
         record["configs"] = worker["metrics"]
         record["problems"] += worker["problems"]
+        if "barrier_wait_seconds" in worker:
+            record["barrier_wait_seconds"] = worker["barrier_wait_seconds"]
     return record
 
 
@@ -448,7 +450,8 @@ def check_results(record, configs, outcomes):
 def per_graph_peaks(record, configs, workers):
     """Per graph (the k-th graph call of the step in every configuration):
     measured peaks, and the service's numbers for the same graph; the
-    captured requests for CI."""
+    captured requests for CI. With --trace-lines, per configuration also
+    where its line trace peaks (line_trace_peak: "line_trace")."""
     record["graphs"], record["captured"] = [], []
     default_calls = workers.get("default", {}).get("graph_calls", [])
     memplan = [c for c in configs if c.startswith("memplan_")
@@ -462,6 +465,12 @@ def per_graph_peaks(record, configs, workers):
             g["default_measured_reserved"] = default_calls[k].get("reserved")
             g["default_calls"] = default_calls[k].get("calls")
             g["phase"] = default_calls[k]["phase"]
+        for config, worker in workers.items():
+            traces = worker.get("line_traces") or []
+            if k < len(traces) and "peak" in traces[k]:
+                g.setdefault("line_trace", {})[config] = {
+                    key: traces[k][key] for key in
+                    ("peak", "peak_statement", "peak_inside_statement")}
         request_json = None
         cached_blocks = {}  # config -> the cached blocks its request sent
         for config in memplan:
@@ -1015,6 +1024,27 @@ class LineTraces:
                 "rows": rows})
 
 
+def line_trace_peak(rows):
+    """Where a graph's line trace (LineTraces' rows) peaks: (bytes above
+    the graph's entry, the statement, bytes allocated inside that statement
+    above the larger of the allocated before and after it: an extern
+    kernel's workspace). A Triton launch counts by its before and after
+    only: its launcher allocates nothing the graph keeps, and its first
+    launch in a freshly loaded module may benchmark configurations with
+    buffers of its own."""
+    peak, statement, inside, before = 0, None, 0, 0
+    for label, after, within in rows:
+        if label.startswith("triton_"):
+            top, extra = max(before, after), 0
+        else:
+            top, extra = max(after, within), max(0, within - max(before,
+                                                                 after))
+        if top > peak:
+            peak, statement, inside = top, label, extra
+        before = after
+    return peak, statement, inside
+
+
 def force_training_pools(torch, enabled):
     """Inductor's own pools for training graphs: its switch in
     PythonWrapperCodegen.run_wrapper_ir_passes forced on (or restored)."""
@@ -1525,9 +1555,15 @@ def run_worker(args):
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
             traces.tracing = True
+            step(fn)  # the traced modules' first launches (benchmarking)
+            traces.calls = []
             out = step(fn)
             traces.tracing = False
             del out
+            for trace in traces.calls:
+                peak, statement, inside = line_trace_peak(trace["rows"])
+                trace.update(peak=peak, peak_statement=statement,
+                             peak_inside_statement=inside)
             worker["line_traces"] = traces.calls
         m["error_vs_eager"] = relative_error(torch, results, eager)
         torch.save(results, args.out[:-len(".json")] + ".pt")

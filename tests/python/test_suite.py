@@ -105,6 +105,27 @@ class ProfileTableTest(unittest.TestCase):
                       "1300 us (130 -> 130)", table)
 
 
+class LineTracePeakTest(unittest.TestCase):
+
+    def test_the_peak_is_where_a_statement_allocates_the_most(self):
+        rows = [["buf7 = empty_strided_cuda((16, 512, 7, 7))", 100, 100],
+                ["triton_red_fused_2.run(buf7)", 100, 6100],
+                ["buf8 = torch.ops.aten.convolution_backward.default(buf7)",
+                 1000, 1300],
+                ["del primals_116", 100, 1000]]
+        # The Triton launch's own peak is not the graph's; the convolution
+        # holds 300 bytes above its output inside the call (a workspace).
+        self.assertEqual(suite.line_trace_peak(rows), (
+            1300, "buf8 = torch.ops.aten.convolution_backward.default(buf7)",
+            300))
+
+    def test_a_free_is_not_a_workspace(self):
+        self.assertEqual(suite.line_trace_peak(
+            [["buf0 = empty_strided_cuda((4,))", 64, 64],
+             ["del arg0_1", -100, 64]]),
+            (64, "buf0 = empty_strided_cuda((4,))", 0))
+
+
 class MergeStepTimesTest(unittest.TestCase):
     def test_the_workers_metrics_become_the_record(self):
         with tempfile.TemporaryDirectory() as folder:
