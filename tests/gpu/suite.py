@@ -891,6 +891,15 @@ def build(torch, name, mode):
     return model, inputs, loss, forward, dynamic
 
 
+def graph_identity(graph):
+    """A compiled graph's {"graph_id" (AOTAutograd's, shared by a forward
+    and its backward), "phase": "inference", "forward" or "backward"}."""
+    kwargs = getattr(graph, "fx_kwargs", {}) or {}
+    return {"graph_id": kwargs.get("graph_id"),
+            "phase": "backward" if kwargs.get("is_backward") else (
+                "inference" if kwargs.get("is_inference") else "forward")}
+
+
 class GraphCalls:
     """Wraps CompiledFxGraph.__call__ (every compiled forward, backward and
     inference graph): while `measuring`, records per call the peak allocated
@@ -918,12 +927,8 @@ class GraphCalls:
             try:
                 return original(graph, inputs)
             finally:
-                kwargs = getattr(graph, "fx_kwargs", {}) or {}
                 graph_calls.calls.append({
-                    "graph_id": kwargs.get("graph_id"),
-                    "phase": "backward" if kwargs.get("is_backward") else (
-                        "inference" if kwargs.get("is_inference")
-                        else "forward"),
+                    **graph_identity(graph),
                     "peak": cuda.max_memory_allocated() - base,
                     "reserved": cuda.max_memory_reserved() - base_reserved,
                     "calls": cuda.memory_stats().get(
@@ -1015,13 +1020,7 @@ class LineTraces:
         try:
             return module.call(inputs)
         finally:
-            kwargs = getattr(graph, "fx_kwargs", {}) or {}
-            self.calls.append({
-                "graph_id": kwargs.get("graph_id"),
-                "phase": "backward" if kwargs.get("is_backward") else (
-                    "inference" if kwargs.get("is_inference")
-                    else "forward"),
-                "rows": rows})
+            self.calls.append({**graph_identity(graph), "rows": rows})
 
 
 def line_trace_peak(rows):
