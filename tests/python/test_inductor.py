@@ -504,6 +504,29 @@ class SavedInputCopiesTest(unittest.TestCase):
             ["primals_1", "primals_2", "primals_116"])
         self.assertEqual(copies, {"primals_116"})
 
+    def test_outputs_in_one_pool_are_one_storage_for_the_backward(self):
+        # Pool mode combined: the saved activation relu and the user output
+        # addmm share pool 0 (buf3 and buf9 in one group with buf1); the
+        # copy primals_116 has pool 1 to itself; convolution_19 is an extern
+        # kernel's output, in no pool.
+        pool_of, pool_bytes = hook.saved_output_pools(
+            [("relu", False), ("addmm", False), ("primals_116", True),
+             ("convolution_19", False)],
+            ["buf3", "buf9", "buf15", "buf19"],
+            [["buf1", "buf3"], ["buf9"], ["buf15"]],
+            [(0, 0, ""), (0, 4096, ""), (1, 0, "")],
+            [("pool0", "cuda:0", 8192, ""), ("pool1", "cuda:0", 9437184,
+                                             "")])
+        self.assertEqual(pool_of, {"relu": 0, "addmm": 0, "primals_116": 1})
+        self.assertEqual(pool_bytes, {0: (8192, "cuda:0"),
+                                      1: (9437184, "cuda:0")})
+        record = hook.ForwardOutputs()
+        record.pool_of = pool_of
+        self.assertEqual(record.pool_members(0), {"relu", "addmm"})
+        self.assertEqual(hook.saved_output_pools(
+            [("relu", False)], [], [["buf3"]], [(0, 0, "")],
+            [("pool0", "cuda:0", 64, "")]), ({}, {}))
+
     def test_nothing_where_outputs_and_buffers_do_not_line_up(self):
         self.assertEqual(hook.saved_input_copies(
             [("primals_1", True)], ["buf0", "buf1"], ["primals_1"]), set())

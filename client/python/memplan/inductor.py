@@ -227,13 +227,72 @@ def buffers_from_groups(groups):
 # (steal_args), so the graph's `del` returns their storage.
 _HELD_INPUT_PREFIXES = ("primals_", "tangents_")
 
+
+class ForwardOutputs:
+    """What a training forward graph's code returns, as far as its backward
+    graph's frees depend on it (Inductor compiles the backward later, from
+    fake inputs that do not show it), by the outputs' FX names, which are
+    the backward's input names:
+
+    copies: saved_input_copies; pool_of: output name -> index of the pool
+    the plan took its buffer from; pool_bytes: pool index -> (bytes, device)
+    (saved_output_pools). A pool's storage returns to the allocator when
+    its last view dies: at the backward's free of the last of its outputs,
+    or never in the backward where an output the backward does not get
+    (a user output) is one of them."""
+
+    def __init__(self, copies=()):
+        self.copies = set(copies)
+        self.pool_of = {}
+        self.pool_bytes = {}
+
+    def pool_members(self, pool):
+        return {name for name, index in self.pool_of.items()
+                if index == pool}
+
+
 # Forward graph id (GraphLowering.graph_id: AOTAutograd's id, the same for a
-# forward and its backward) -> saved_input_copies of that forward, for its
-# backward graph, which Inductor compiles later. The most recent
-# _SAVED_COPIES_KEPT forwards are kept.
-_saved_copies = {}
-_saved_copies_lock = threading.Lock()
-_SAVED_COPIES_KEPT = 4096
+# forward and its backward) -> its ForwardOutputs, for its backward graph.
+# The most recent _FORWARDS_KEPT forwards are kept.
+_forward_outputs = {}
+_forward_outputs_lock = threading.Lock()
+_FORWARDS_KEPT = 4096
+
+
+def _note_forward(key, update):
+    """Applies update(ForwardOutputs) to forward graph `key`'s record."""
+    with _forward_outputs_lock:
+        record = _forward_outputs.pop(key, None) or ForwardOutputs()
+        update(record)
+        _forward_outputs[key] = record
+        while len(_forward_outputs) > _FORWARDS_KEPT:
+            _forward_outputs.pop(next(iter(_forward_outputs)))
+
+
+def saved_output_pools(output_args, output_buffers, group_names, offsets,
+                       pools):
+    """The pools a forward graph's outputs come from in a plan: with pool
+    mode combined, the saved activations and the user outputs share one
+    pool, so the backward's `del` of a saved activation frees nothing.
+
+    output_args, output_buffers: as saved_input_copies'; group_names: per
+    buffer group, its buffers' names; offsets, pools: the plan
+    (Placement.offsets, Placement.pools). Returns (pool_of: output name ->
+    pool index, pool_bytes: pool index -> (bytes, device)), both empty
+    where the lengths differ."""
+    if len(output_args) != len(output_buffers):
+        return {}, {}
+    group_of = {name: g for g, names in enumerate(group_names)
+                for name in names}
+    pool_of, pool_bytes = {}, {}
+    for (name, _), buffer in zip(output_args, output_buffers):
+        group = group_of.get(buffer)
+        if not name or group is None:
+            continue
+        pool = offsets[group][0]
+        pool_of[name] = pool
+        pool_bytes[pool] = (int(pools[pool][2]), str(pools[pool][1]))
+    return pool_of, pool_bytes
 
 
 def saved_input_copies(output_args, output_buffers, input_names):
@@ -259,8 +318,10 @@ def saved_input_copies(output_args, output_buffers, input_names):
             if placeholder and buffer is not None and buffer not in inputs}
 
 
-def _forward_copies(graph):
-    """saved_input_copies of a forward graph being compiled (V.graph)."""
+def _forward_output_buffers(graph):
+    """A graph being compiled (V.graph): its FX outputs as (name, is a
+    placeholder) and, in the same order, the buffers Inductor returns for
+    them (None where unknown)."""
     from torch import fx
     output = next(node for node in graph.module.graph.nodes
                   if node.op == "output")
@@ -275,9 +336,32 @@ def _forward_copies(graph):
             return node.get_name()
         except Exception:  # a constant, a symbolic size
             return None
-    return saved_input_copies(
-        output_args, [buffer_name(node) for node in graph.graph_outputs],
-        getattr(graph, "graph_input_names", []))
+    return output_args, [buffer_name(node) for node in graph.graph_outputs]
+
+
+def _is_training_forward(graph):
+    return getattr(graph, "graph_id", None) is not None and not getattr(
+        graph, "is_backward", False) and not getattr(graph, "is_inference",
+                                                     True)
+
+
+def _note_forward_pools(graph, groups, placement):
+    """A training forward planned by the service: notes which pool each of
+    its outputs came from (saved_output_pools), for its backward."""
+    if not _is_training_forward(graph):
+        return
+    try:
+        output_args, output_buffers = _forward_output_buffers(graph)
+        pool_of, pool_bytes = saved_output_pools(
+            output_args, output_buffers, [group.names for group in groups],
+            placement.offsets, placement.pools)
+    except Exception as error:  # never a reason to fail the plan
+        log.warning("memplan: cannot read the forward's outputs: %s", error)
+        return
+
+    def update(record):
+        record.pool_of, record.pool_bytes = pool_of, pool_bytes
+    _note_forward(graph.graph_id, update)
 
 
 class GraphMemory:
@@ -295,36 +379,39 @@ class GraphMemory:
         self.scheduler_node_bytes = list(scheduler_node_bytes)
         self.unknown_storage = set()  # freed inputs without an example
         self.graph_inputs = set(getattr(graph, "graph_input_names", []))
-        self.copied_inputs = self._copied_inputs()
+        self.forward = self._forward()
         self.input_release = self._input_release(lines)
 
-    def _copied_inputs(self):
-        """A forward graph: notes its saved_input_copies for its backward.
-        A backward graph: its forward's, where that forward was planned in
-        this process (else none: every primal is taken as the caller's)."""
+    def _forward(self):
+        """A training forward graph: notes its saved_input_copies for its
+        backward, and returns None. A backward graph: its forward's
+        ForwardOutputs, where that forward was compiled in this process
+        (else an empty one: every primal is taken as the caller's, every
+        saved activation as a storage of its own)."""
         graph = self.graph
-        key = getattr(graph, "graph_id", None)
         if getattr(graph, "is_backward", False):
-            with _saved_copies_lock:
-                return _saved_copies.get(key, set())
-        if key is not None and not getattr(graph, "is_inference", True):
+            with _forward_outputs_lock:
+                return _forward_outputs.get(getattr(graph, "graph_id", None),
+                                            ForwardOutputs())
+        if _is_training_forward(graph):
             try:
-                copies = _forward_copies(graph)
+                copies = saved_input_copies(
+                    *_forward_output_buffers(graph),
+                    getattr(graph, "graph_input_names", []))
             except Exception as error:  # never a reason to fail the plan
                 log.warning("memplan: cannot read the forward's outputs: %s",
                             error)
                 copies = set()
-            with _saved_copies_lock:
-                _saved_copies.pop(key, None)
-                _saved_copies[key] = copies
-                while len(_saved_copies) > _SAVED_COPIES_KEPT:
-                    _saved_copies.pop(next(iter(_saved_copies)))
-        return set()
+
+            def update(record):
+                record.copies = copies
+            _note_forward(graph.graph_id, update)
+        return None
 
     def held(self, name):
         """Whether the caller keeps a backward input's storage."""
-        return name.startswith(_HELD_INPUT_PREFIXES) and \
-            name not in self.copied_inputs
+        return name.startswith(_HELD_INPUT_PREFIXES) and not (
+            self.forward is not None and name in self.forward.copies)
 
     def _bytes(self, node):
         if node.get_inputs_that_alias_output():
@@ -420,8 +507,9 @@ class GraphMemory:
     def _input_release(self, lines):
         """input name -> (bytes its free returns, device): in a backward
         graph, each saved activation's storage at the free of its last view
-        (views of one storage found through the example inputs' storages);
-        nothing elsewhere, where the caller keeps every input."""
+        (views of one storage found through the example inputs' storages,
+        or of one pool of the forward's plan: ForwardOutputs); nothing
+        elsewhere, where the caller keeps every input."""
         graph = self.graph
         if not getattr(graph, "is_backward", False):
             return {}
@@ -436,7 +524,14 @@ class GraphMemory:
         names = list(getattr(graph, "graph_input_names", []))
         examples = list(getattr(graph, "example_inputs", None) or [])
         storage_of = {}  # input name -> (storage key, bytes, device)
+        forward = self.forward
+        for name in names:
+            if name in forward.pool_of:
+                pool = forward.pool_of[name]
+                storage_of[name] = (("pool", pool), *forward.pool_bytes[pool])
         for name, example in zip(names, examples):
+            if name in storage_of:
+                continue
             try:
                 storage = example.untyped_storage()
                 storage_of[name] = (storage._cdata, int(storage.nbytes()),
@@ -456,6 +551,9 @@ class GraphMemory:
         release = {}
         for key, members in views.items():
             held = any(self.held(n) or n not in freed for n in members)
+            if isinstance(key, tuple):  # a pool: its other outputs hold it
+                held = held or bool(forward.pool_members(key[1]) -
+                                    set(members))
             if held:
                 continue
             name = last_free[key]
@@ -1211,6 +1309,7 @@ def _allocate_from_service(state, planner):
         allocate_lines if request is not buffers_request else None)
     sizes, offsets = _expressions(placement, allocations)
     _build_pools(state, planner, placement, allocations, sizes, offsets)
+    _note_forward_pools(mp.V.graph, groups, placement)
     return {
         "source": "service",
         "input": "buffers" if request is buffers_request else "events",
