@@ -534,6 +534,106 @@ class SavedInputCopiesTest(unittest.TestCase):
             [("primals_1", True)], [None], ["primals_1"]), set())
 
 
+class FxNode:
+    """torch.fx.Node's name and op."""
+
+    def __init__(self, name, op):
+        self.name = name
+        self.op = op
+
+
+class Storage:
+    def __init__(self, key, nbytes):
+        self._cdata = key
+        self._nbytes = nbytes
+
+    def nbytes(self):
+        return self._nbytes
+
+
+class ExampleInput:
+    """A backward graph's example input: its storage and device."""
+
+    def __init__(self, key, nbytes):
+        self.storage = Storage(key, nbytes)
+        self.device = "cuda:0"
+
+    def untyped_storage(self):
+        return self.storage
+
+
+def inductor_modules():
+    """sys.modules entries that let GraphMemory import torch._inductor.ir
+    and torch.fx without torch (the fakes' FxNode as fx.Node)."""
+    fake_torch = types.ModuleType("torch")
+    fake_inductor = types.ModuleType("torch._inductor")
+    fake_ir = types.ModuleType("torch._inductor.ir")
+    fake_fx = types.ModuleType("torch.fx")
+    fake_fx.Node = FxNode
+    fake_torch.fx, fake_torch._inductor = fake_fx, fake_inductor
+    fake_inductor.ir = fake_ir
+    return {"torch": fake_torch, "torch._inductor": fake_inductor,
+            "torch._inductor.ir": fake_ir, "torch.fx": fake_fx}
+
+
+class InputNode(Node):
+    def get_device(self):
+        return "cuda:0"
+
+
+class ForwardToBackwardTest(unittest.TestCase):
+    """A training forward's record reaches its backward's input frees."""
+
+    def test_the_backward_frees_copies_and_pools_as_the_forward_made_them(
+            self):
+        # The forward returns relu and addmm (a user output) from pool 0,
+        # mul from pool 1, its copy of primals_2 (buf15) and primals_1 as
+        # it is.
+        names = ["relu", "addmm", "mul", "primals_2", "primals_1"]
+        output = FxNode("output", "output")
+        output.args = ([FxNode(n, "placeholder" if n.startswith("primals")
+                               else "call_function") for n in names],)
+        forward = types.SimpleNamespace(
+            graph_id=41, is_backward=False, is_inference=False,
+            graph_input_names=["primals_1", "primals_2"],
+            module=types.SimpleNamespace(graph=types.SimpleNamespace(
+                nodes=[FxNode("primals_1", "placeholder"), output])),
+            graph_outputs=[Node(b) for b in
+                           ("buf3", "buf9", "buf11", "buf15", "primals_1")])
+        groups = [types.SimpleNamespace(names=n) for n in
+                  (["buf1", "buf3"], ["buf9"], ["buf11"], ["buf15"])]
+        placement = hook.Placement(
+            [("pool0", "cuda:0", 8192, ""), ("pool1", "cuda:0", 4096, ""),
+             ("pool2", "cuda:0", 9437184, "")],
+            [(0, 0, ""), (0, 4096, ""), (1, 0, ""), (2, 0, "")])
+        # The backward gets every saved output but the user output addmm,
+        # and a tangent; it frees them all.
+        inputs = ["relu", "mul", "primals_2", "primals_1", "tangents_1"]
+        backward = types.SimpleNamespace(
+            graph_id=41, is_backward=True, is_inference=False,
+            graph_input_names=inputs,
+            example_inputs=[ExampleInput(k, 1000 * (k + 1))
+                            for k in range(len(inputs))])
+        lines = [FreeLine(InputNode(n)) for n in inputs]
+        with mock.patch.dict("sys.modules", inductor_modules()):
+            self.assertIsNone(hook.GraphMemory(forward, []).forward)
+            hook._note_forward_pools(forward, groups, placement)
+            memory = hook.GraphMemory(backward, lines)
+        self.assertEqual([memory.input_free(line)["size_bytes"]
+                          for line in lines],
+                         # relu: pool 0 is held by addmm; mul: pool 1;
+                         # primals_2: the copy's pool; primals_1, tangents_1:
+                         # the caller's.
+                         [0, 4096, 9437184, 0, 0])
+        # A backward whose forward this process did not plan: its own
+        # storages, every primal the caller's.
+        backward.graph_id = 42
+        with mock.patch.dict("sys.modules", inductor_modules()):
+            memory = hook.GraphMemory(backward, lines)
+        self.assertEqual([memory.input_free(line)["size_bytes"]
+                          for line in lines], [1000, 2000, 0, 0, 0])
+
+
 class CachedBlocksTest(unittest.TestCase):
 
     def test_free_blocks_of_segments_in_use_on_the_graphs_devices(self):
