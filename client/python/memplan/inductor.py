@@ -1073,8 +1073,11 @@ def _install_cache_key(state):
     _patch(state, config, "post_grad_custom_post_pass", MemplanCacheKey())
 
 
-# Bumped when the code the hook makes Inductor write changes.
-_CODEGEN_VERSION = 4
+# Bumped when the code the hook makes Inductor write changes, or the
+# requests it sends do (so that Inductor's compiled-graph cache does not
+# serve a plan made from what an earlier hook sent). 5: a training
+# backward's frees of its forward's copies and pools (ForwardOutputs).
+_CODEGEN_VERSION = 5
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
