@@ -125,6 +125,15 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
         line.kind == WrapperLineKind::kReuse && event.has_size_bytes();
     line.output_bytes.assign(event.output_bytes().begin(),
                              event.output_bytes().end());
+    if (event.workspace_bytes() != 0) {
+      if (line.kind != WrapperLineKind::kExternAllocate) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(EventLabel(request, i),
+                         ": workspace_bytes is for EXTERN_ALLOCATE events "
+                         "only"));
+      }
+      line.workspace = event.workspace_bytes();
+    }
     if (event.has_scheduler_node()) {
       if (event.scheduler_node() < 0) {
         return absl::InvalidArgumentError(absl::StrCat(

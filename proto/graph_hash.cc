@@ -154,12 +154,27 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
   }
   // Last, and only when there are some, so that a request without them
   // keeps the encoding (and hash) it had before they existed.
-  if (!problem.cached_blocks.empty()) {
+  size_t num_workspaces = 0;
+  if (program != nullptr) {
+    for (const WrapperLine& line : program->lines) {
+      num_workspaces += line.workspace > 0;
+    }
+  }
+  if (!problem.cached_blocks.empty() || num_workspaces > 0) {
     encoder.U64(problem.cached_blocks.size());
     for (const CachedBlock& block : problem.cached_blocks) {
       encoder.String(block.device);
       encoder.I64(block.size);
       encoder.U8(block.small_pool ? 1 : 0);
+    }
+  }
+  // Then, only when some extern line has one, the workspaces.
+  if (num_workspaces > 0) {
+    encoder.U64(num_workspaces);
+    for (size_t i = 0; i < program->lines.size(); ++i) {
+      if (program->lines[i].workspace <= 0) continue;
+      encoder.U64(i);
+      encoder.I64(program->lines[i].workspace);
     }
   }
   return encoder.Take();

@@ -59,9 +59,12 @@
 //             (i64), i64 output_index (-1: unset), u8 reuses_input
 //     u64     output name count, each name; u64 removed buffer count, each
 //     u64     scheduler_node_bytes count, each (i64)
-//   only for a request with cached_blocks, last:
-//     u64     cached block count; per block, in request order: string
-//             device, i64 size in bytes, u8 small_pool
+//   only for a request with cached_blocks or a workspace:
+//     u64     cached block count (maybe 0); per block, in request order:
+//             string device, i64 size in bytes, u8 small_pool
+//   only for a request with an event's workspace_bytes > 0, last:
+//     u64     count of such events; per event, in order: u64 its index,
+//             i64 workspace_bytes
 //
 // For the other strategies and plain buffers, names and dtypes are labels,
 // not inputs of the plan: two requests that differ only in them hash
@@ -80,7 +83,7 @@
 // labels section for every request with lines, and its lines' memory
 // fields. The cached blocks' section came later without a bump, as format
 // 5's did: only requests that have them carry it, and an older server
-// never keyed a plan by them.
+// never keyed a plan by them; so did the workspaces' section.
 #ifndef MEMPLAN_PROTO_GRAPH_HASH_H_
 #define MEMPLAN_PROTO_GRAPH_HASH_H_
 

@@ -79,6 +79,10 @@ struct WrapperLine {
   // kExternAllocate of a multi-output kernel: each output's bytes, each
   // one allocation; empty: `name` is one allocation of allocation.size.
   std::vector<Bytes> output_bytes;
+  // kExternAllocate: bytes the call allocates and frees inside itself (a
+  // workspace, Event.workspace_bytes), one allocation at this line only,
+  // after its outputs; 0: none.
+  Bytes workspace = 0;
   // kMultiOutput: the index in the kernel's output_bytes.
   int64_t output_index = -1;
   // kReuse: `name` is a graph input whose storage `reused_as` takes over in

@@ -120,6 +120,12 @@ bool ApplyUnplanned(const WrapperLine& line, int64_t i,
                             ? std::vector<Bytes>{line.allocation.size}
                             : line.output_bytes,
                         i);
+      // The workspace: allocated and freed inside the call, beside the
+      // outputs, so at this line only.
+      if (line.workspace > 0) {
+        memory[devices[line.allocation.device]].blocks.push_back(
+            MemoryBlock{i, i + 1, line.workspace});
+      }
       return true;
     case WrapperLineKind::kReuse:
       if (!line.reuses_input) return false;
@@ -336,6 +342,11 @@ absl::Status CheckLinesOutsideThePlan(const WrapperProgram& program,
             return status;
           }
           sum += line.output_bytes[k];
+        }
+        if (absl::Status status =
+                check_bytes(i, "workspace_bytes", line.workspace);
+            !status.ok()) {
+          return status;
         }
         if (!line.output_bytes.empty() && sum != line.allocation.size) {
           return absl::InvalidArgumentError(absl::StrCat(

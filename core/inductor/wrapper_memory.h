@@ -17,7 +17,8 @@
 //   REUSE a -> b      b takes a's storage           b joins a's group, or
 //                                                   takes a's storage
 //   EXTERN_ALLOCATE e allocates e's storage (each output of a multi-output
-//                     kernel alone), held by e
+//                     kernel alone), held by e; its workspace (if any) is
+//                     allocated at that line only
 //   MULTI_OUTPUT      m holds output i of e too (e's tuple still holds it)
 //     e -> m
 //   FREE_INPUT x      x's returned bytes count negative from here on
@@ -54,9 +55,9 @@ GraphTimeline TimelineOfLines(const Problem& problem,
 
 // Returns OK when the lines outside the plan are well formed, else
 // INVALID_ARGUMENT naming the line (`<label>[i] ("name")`) and the field:
-// an EXTERN_ALLOCATE without a name, with bytes outside [0, 2^40], with
-// output_bytes outside that range or not summing to its bytes, or of a
-// name an earlier ALLOCATE or EXTERN_ALLOCATE allocated; a MULTI_OUTPUT
+// an EXTERN_ALLOCATE without a name, with bytes or workspace_bytes outside
+// [0, 2^40], with output_bytes outside that range or not summing to its bytes,
+// or of a name an earlier ALLOCATE or EXTERN_ALLOCATE allocated; a MULTI_OUTPUT
 // whose name is no earlier multi-output EXTERN_ALLOCATE, whose
 // output_index is not one of its outputs, or without reused_as; a
 // FREE_INPUT, or a REUSE of a graph input, with bytes outside [0, 2^40].

@@ -645,6 +645,14 @@ TEST(RequestToProblemTest, LinesOutsideThePlanNameTheEventAndField) {
   request.mutable_events(3)->set_size_bytes(-1);
   ExpectInvalid(request, {"events[3] (\"saved\"): size_bytes must be in [0, "});
   request = WholeGraphEvents();
+  request.mutable_events(3)->set_workspace_bytes(64);
+  ExpectInvalid(request, {"events[3] (\"saved\"): workspace_bytes is for "
+                          "EXTERN_ALLOCATE events only"});
+  request = WholeGraphEvents();
+  request.mutable_events(0)->set_workspace_bytes(-1);
+  ExpectInvalid(request,
+                {"events[0] (\"conv\"): workspace_bytes must be in [0, "});
+  request = WholeGraphEvents();
   v1::Event* bind = request.mutable_events(2);
   bind->set_kind(v1::EVENT_KIND_MULTI_OUTPUT);
   bind->set_name("conv");

@@ -4,7 +4,9 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -254,6 +256,41 @@ TEST(GraphHashTest, CachedBlocksAreAppendedLast) {
     changed.cached_blocks = {other};
     EXPECT_NE(GraphHash(changed, "inductor", kBudget), hash);
   }
+}
+
+// An extern kernel's workspace changes the whole-graph peaks, so the hash;
+// a request without one hashes as before workspaces existed.
+TEST(GraphHashTest, WorkspacesAreAppendedLast) {
+  v1::PlanMemoryRequest request;
+  for (const auto& [kind, name] :
+       {std::pair{v1::EVENT_KIND_EXTERN_ALLOCATE, "conv"},
+        std::pair{v1::EVENT_KIND_ALLOCATE, "buf1"},
+        std::pair{v1::EVENT_KIND_OTHER, ""},
+        std::pair{v1::EVENT_KIND_FREE_IF_NOT_REUSED, "buf1"},
+        std::pair{v1::EVENT_KIND_EXTERN_ALLOCATE, "conv2"}}) {
+    v1::Event* event = request.add_events();
+    event->set_kind(kind);
+    event->set_name(name);
+    if (kind != v1::EVENT_KIND_FREE_IF_NOT_REUSED &&
+        kind != v1::EVENT_KIND_OTHER) {
+      event->set_size_bytes(512);
+      event->set_device("cuda:0");
+    }
+  }
+  const std::string plain = RequestGraphHash(request).value();
+  v1::PlanMemoryRequest zero = request;
+  zero.mutable_events(0)->set_workspace_bytes(0);
+  EXPECT_EQ(RequestGraphHash(zero).value(), plain);
+  v1::PlanMemoryRequest first = request;
+  first.mutable_events(0)->set_workspace_bytes(4096);
+  v1::PlanMemoryRequest last = request;
+  last.mutable_events(4)->set_workspace_bytes(4096);
+  v1::PlanMemoryRequest larger = request;
+  larger.mutable_events(0)->set_workspace_bytes(8192);
+  const std::set<std::string> hashes = {plain, RequestGraphHash(first).value(),
+                                        RequestGraphHash(last).value(),
+                                        RequestGraphHash(larger).value()};
+  EXPECT_EQ(hashes.size(), 4u);
 }
 
 // The request-level hash is the problem-level one of the resolved request:

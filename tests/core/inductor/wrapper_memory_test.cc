@@ -231,6 +231,35 @@ TEST(TimelineOfLinesTest, OutputsAndTheirStoragesAreNeverFreed) {
               ElementsAre(MemoryBlock{0, kNeverFreed, 128}));
 }
 
+//   line 0 ALLOCATE buf0 (100)  t1
+//   line 1 EXTERN conv (300), workspace 500: at line 1 only
+//   line 2 FREE buf0            t2
+//   line 3 EXTERN conv2 (50), workspace 20
+//   line 4 kernel
+TEST(TimelineOfLinesTest, AWorkspaceIsLiveAtItsKernelsLineOnly) {
+  WrapperProgram program;
+  program.lines = {Allocate("buf0", 100), Extern("conv", 300), Free("buf0"),
+                   Extern("conv2", 50), Kernel()};
+  program.lines[1].workspace = 500;
+  program.lines[3].workspace = 20;
+  const Graph graph = Derive(program);
+  const GraphTimeline timeline =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
+  EXPECT_THAT(
+      timeline.unplanned[0].blocks,
+      UnorderedElementsAre(MemoryBlock{1, 2, 500}, MemoryBlock{3, 4, 20},
+                           MemoryBlock{1, kNeverFreed, 300},
+                           MemoryBlock{3, kNeverFreed, 50}));
+  const DevicePeaks peaks = OnePoolPeaks(graph, 100);
+  // At line 1: buf0's pool 100, conv 300, its workspace 500.
+  EXPECT_EQ(peaks.predicted, 900);
+  EXPECT_EQ(peaks.baseline, 900);
+  EXPECT_EQ(peaks.lower_bound, 900);
+  // One allocation more per workspace, with pools and without.
+  EXPECT_EQ(peaks.predicted_allocations, 5);
+  EXPECT_EQ(peaks.baseline_allocations, 5);
+}
+
 TEST(CheckLinesOutsideThePlanTest, NamesTheLineAndTheField) {
   auto error = [](std::vector<WrapperLine> lines) {
     WrapperProgram program;
@@ -253,6 +282,10 @@ TEST(CheckLinesOutsideThePlanTest, NamesTheLineAndTheField) {
               HasSubstr("output_index must be in [0, 2), got 2"));
   EXPECT_THAT(error({Extern("e", 10, {4, 6}), Bind("e", 1, "")}),
               HasSubstr("reused_as is missing"));
+  WrapperLine workspace = Extern("e", 10);
+  workspace.workspace = -1;
+  EXPECT_THAT(error({workspace}),
+              HasSubstr("events[0] (\"e\"): workspace_bytes must be in [0, "));
   EXPECT_THAT(error({FreeInput("x", -5)}),
               HasSubstr("events[0] (\"x\"): size_bytes must be in [0, "));
   WrapperLine takeover = Reuse("x", "y");
