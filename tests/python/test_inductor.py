@@ -18,6 +18,7 @@ import grpc
 import sympy
 
 import memplan.inductor as hook
+import memplan.workspaces as workspaces
 from memplan import MemplanClient, pb
 from memplan.client import strategy
 from server_process import ServerProcess, closed_target
@@ -632,6 +633,168 @@ class ForwardToBackwardTest(unittest.TestCase):
             memory = hook.GraphMemory(backward, lines)
         self.assertEqual([memory.input_free(line)["size_bytes"]
                           for line in lines], [1000, 2000, 0, 0, 0])
+
+
+class OpOverload:
+    """torch._ops.OpOverload's str()."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return self.name
+
+
+class SizeVars:
+    """V.graph.sizevars: hints of sympy expressions (x = 7)."""
+
+    def size_hint(self, expr, fallback=None):
+        return int(sympy.sympify(expr).subs(sympy.Symbol("x"), 7))
+
+    def size_hints(self, exprs, fallback=None):
+        return tuple(self.size_hint(e) for e in exprs)
+
+
+class TensorNode(Node):
+    """An extern kernel's input: a buffer's layout."""
+
+    def __init__(self, name, size, stride, device="cuda:0"):
+        super().__init__(name)
+        self.size, self.stride, self.device = size, stride, device
+
+    def get_size(self):
+        return self.size
+
+    def get_stride(self):
+        return self.stride
+
+    def get_device(self):
+        return Device(self.device)
+
+
+class Device:
+    """torch.device's type and str()."""
+
+    def __init__(self, name):
+        self.name = name
+        self.type = name.split(":")[0]
+
+    def __str__(self):
+        return self.name
+
+
+class ExternNode(Node):
+    """An extern kernel (ExternKernelAlloc / FallbackKernel)."""
+
+    def __init__(self, name, op, inputs, device="cuda", nbytes=4096,
+                 **constants):
+        super().__init__(name)
+        self.op_overload = OpOverload(op)
+        self.inputs = inputs
+        self.constant_args = ()
+        self.kwargs = constants
+        self.device = device
+        self.layout = object()
+        self.nbytes = nbytes
+
+    def get_device(self):
+        return types.SimpleNamespace(type=self.device)
+
+    def get_inputs_that_alias_output(self):
+        return []
+
+
+class WorkspacesTest(unittest.TestCase):
+    """memplan.workspaces without a GPU: the trace arithmetic, which
+    kernels are probed and how often, and the event that carries it."""
+
+    def setUp(self):
+        workspaces._cache.clear()
+
+    def test_the_workspace_is_the_peak_beyond_what_the_call_returns(self):
+        trace = [
+            {"action": "free_requested", "addr": 1, "size": 512},  # earlier
+            {"action": "segment_alloc", "addr": 9, "size": 2 << 20},
+            {"action": "alloc", "addr": 2, "size": 4096},   # the output
+            {"action": "alloc", "addr": 3, "size": 8192},   # workspace 1
+            {"action": "free_requested", "addr": 3, "size": 8192},
+            {"action": "free_completed", "addr": 3, "size": 8192},
+            {"action": "alloc", "addr": 4, "size": 2048},   # workspace 2
+            {"action": "free_completed", "addr": 4, "size": 2048},
+        ]
+        self.assertEqual(workspaces.transient_peak(trace), (12288, 4096))
+        self.assertEqual(workspaces.transient_peak([]), (0, 0))
+
+    def test_probed_kernels_run_once_per_signature(self):
+        graph = types.SimpleNamespace(sizevars=SizeVars())
+        probe = workspaces.WorkspaceProbe(graph)
+        measured = []
+
+        def measure(run, device):
+            measured.append(run)
+            return 5120
+        probe._measure = measure
+        x = sympy.Symbol("x")
+
+        def conv(name, batch, device="cuda"):
+            return ExternNode(
+                name, "aten.convolution.default",
+                [TensorNode("a", [batch, 3, 8, 8], [192, 64, 8, 1]),
+                 TensorNode("w", [4, 3, 3, 3], [27, 9, 3, 1])],
+                device=device, stride=[1, 1], padding=[x - 6, 1],
+                bias=None)
+        self.assertEqual(probe(conv("buf1", 2 * x)), 5120)
+        # The same call (2x = 14 as a hint) again, from another graph
+        # too: measured once.
+        self.assertEqual(probe(conv("buf2", 14)), 5120)
+        self.assertEqual(workspaces.WorkspaceProbe(graph)(conv("buf3", 14)),
+                         5120)
+        self.assertEqual(len(measured), 1)
+        # Another shape: measured again.
+        self.assertEqual(probe(conv("buf4", 16)), 5120)
+        self.assertEqual(len(measured), 2)
+        # Not probed: a CPU kernel, a kernel not in PROBED_OPS, a node
+        # without an op.
+        self.assertEqual(probe(conv("buf5", 3, device="cpu")), 0)
+        self.assertEqual(probe(ExternNode(
+            "buf6", "aten.mm.default", [TensorNode("a", [4, 4], [4, 1])])),
+            0)
+        self.assertEqual(probe(Node("buf7")), 0)
+        self.assertEqual(len(measured), 2)
+
+        # A probe that fails counts 0 and is not cached.
+        def fail(run, device):
+            raise RuntimeError("CUDA out of memory")
+        probe._measure = fail
+        self.assertEqual(probe(conv("buf8", 32)), 0)
+        probe._measure = measure
+        self.assertEqual(probe(conv("buf8", 32)), 5120)
+
+    def test_the_extern_event_carries_the_workspace(self):
+        modules = inductor_modules()
+        modules["torch._inductor.ir"].MultiOutputLayout = type(
+            "MultiOutputLayout", (), {})
+        utils = types.ModuleType("torch._inductor.utils")
+        utils.get_dtype_size = lambda dtype: 4
+        modules["torch._inductor.utils"] = utils
+        modules["torch._inductor"].utils = utils
+        graph = types.SimpleNamespace(
+            graph_input_names=[], sizevars=SizeVars(),
+            get_allocation_storage_size=lambda node: node.nbytes // 4)
+        conv = ExternNode("buf1", "aten.convolution.default", [])
+        mm = ExternNode("buf2", "aten.mm.default", [])
+        lines = [ExternKernelAllocLine(conv), ExternKernelAllocLine(mm)]
+        with mock.patch.dict("sys.modules", modules):
+            memory = hook.GraphMemory(
+                graph, lines, workspace=lambda node: 9 << 20
+                if node is conv else 0)
+            events = hook.events_from_lines(lines, {}, unplanned=memory)
+        self.assertEqual(
+            [(e.kind, e.name, e.size_bytes, e.workspace_bytes)
+             for e in events],
+            [(pb.EVENT_KIND_EXTERN_ALLOCATE, "buf1", 4096, 9 << 20),
+             (pb.EVENT_KIND_EXTERN_ALLOCATE, "buf2", 4096, 0)])
+        self.assertFalse(events[1].HasField("workspace_bytes"))
 
 
 class CachedBlocksTest(unittest.TestCase):

@@ -370,13 +370,19 @@ class GraphMemory:
     storage, each output of a multi-output kernel alone), multi-output
     bindings, and the graph inputs whose `del` returns storage (in a backward
     graph, the saved activations; each storage once, at the free of its last
-    view). Sizes are the size hints in bytes, as Inductor's planner's."""
+    view). Sizes are the size hints in bytes, as Inductor's planner's.
 
-    def __init__(self, graph, lines, scheduler_node_bytes=()):
+    workspace: a callable from an extern kernel's IR node to the bytes its
+    call allocates and frees inside itself (memplan.workspaces.
+    WorkspaceProbe), sent as its EXTERN_ALLOCATE's workspace_bytes; None:
+    none sent."""
+
+    def __init__(self, graph, lines, scheduler_node_bytes=(), workspace=None):
         from torch._inductor import ir
         self.graph = graph
         self.ir = ir
         self.scheduler_node_bytes = list(scheduler_node_bytes)
+        self.workspace = workspace
         self.unknown_storage = set()  # freed inputs without an example
         self.graph_inputs = set(getattr(graph, "graph_input_names", []))
         self.forward = self._forward()
@@ -441,6 +447,9 @@ class GraphMemory:
                           size_bytes=sum(output_bytes))
         else:
             fields["size_bytes"] = self._bytes(node)
+        workspace = self.workspace(node) if self.workspace else 0
+        if workspace > 0:
+            fields["workspace_bytes"] = int(workspace)
         return fields
 
     def multi_output(self, line):
@@ -716,7 +725,7 @@ class PoolRoot:
 
 class _Installed:
     def __init__(self, mp, client, owns_client, strategy, pool_mode, send,
-                 training, entry_cache, alignment=0):
+                 training, entry_cache, alignment=0, probe_workspaces=False):
         self.mp = mp
         self.client = client
         self.owns_client = owns_client  # closed by uninstall()
@@ -726,6 +735,7 @@ class _Installed:
         self.training = training
         self.entry_cache = entry_cache
         self.alignment = alignment  # PlanOptions.alignment: 0 is 64
+        self.probe_workspaces = probe_workspaces
         planner = mp.MemoryPlanner
         self.original_plan = planner.plan
         self.original_allocate_groups = planner.allocate_groups
@@ -1059,7 +1069,7 @@ def _install_cache_key(state):
     previous = config.post_grad_custom_post_pass
     settings = f"memplan:{state.strategy}:{state.pool_mode}:{state.send}:" \
                f"{state.training}:{state.entry_cache}:{state.alignment}:" \
-               f"{_CODEGEN_VERSION}"
+               f"{state.probe_workspaces}:{_CODEGEN_VERSION}"
 
     class MemplanCacheKey(CustomGraphPass):
         def __call__(self, graph):
@@ -1076,13 +1086,15 @@ def _install_cache_key(state):
 # Bumped when the code the hook makes Inductor write changes, or the
 # requests it sends do (so that Inductor's compiled-graph cache does not
 # serve a plan made from what an earlier hook sent). 5: a training
-# backward's frees of its forward's copies and pools (ForwardOutputs).
-_CODEGEN_VERSION = 5
+# backward's frees of its forward's copies and pools (ForwardOutputs); 6:
+# extern kernels' workspaces (Event.workspace_bytes).
+_CODEGEN_VERSION = 6
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
-            client=None, training=False, entry_cache=True, alignment=0):
+            client=None, training=False, entry_cache=True, alignment=0,
+            probe_workspaces=True):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -1113,6 +1125,13 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       service's PlanOptions.alignment: a power of two up to 2^30); 0: the
       service's default, 64 (Inductor's ALIGN_BYTES). The caching
       allocator aligns every block to 512 bytes.
+    probe_workspaces: with send="events", run each cuDNN convolution and
+      attention extern kernel of a CUDA graph once at compile time on zeros
+      of its inputs' shapes, to measure the workspace its call allocates
+      and frees (memplan.workspaces), and send it (Event.workspace_bytes)
+      so that the whole-graph peaks count it; costs one call of each
+      distinct kernel signature, and its inputs' memory, at compile time.
+      False: no kernel runs at compile time; the peaks miss workspaces.
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
@@ -1136,7 +1155,8 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
         client = MemplanClient(target, timeout=timeout, retries=retries,
                                backoff=backoff)
     state = _install_on(mp, client, strategy, pool_mode, send, owns_client,
-                        training, bool(entry_cache), alignment)
+                        training, bool(entry_cache), alignment,
+                        bool(probe_workspaces))
     _install_codegen(state)
     if training:
         _install_training(state)
@@ -1144,14 +1164,15 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
 
 
 def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
-                training=False, entry_cache=True, alignment=0):
+                training=False, entry_cache=True, alignment=0,
+                probe_workspaces=False):
     """install() on the memory_planning module `mp` (tests hand in a fake):
     the planner's plan and allocate_groups; returns the state."""
     global _state
     if _state is not None:
         uninstall()
     state = _Installed(mp, client, owns_client, strategy, pool_mode, send,
-                       training, entry_cache, alignment)
+                       training, entry_cache, alignment, probe_workspaces)
 
     def plan(planner, lines):
         planner._memplan_lines = [*lines]
@@ -1296,11 +1317,12 @@ def _allocate_from_service(state, planner):
     buffers_request = pb.PlanMemoryRequest(
         buffers=buffers_from_groups(groups), options=options)
 
-    request, allocate_lines = buffers_request, None
+    request, allocate_lines, memory = buffers_request, None, None
     lines = getattr(planner, "_memplan_lines", None)
     if state.send == "events" and lines is not None:
-        request, allocate_lines = _events_request(
-            mp, lines, groups, options, _graph_memory(mp, lines))
+        memory = _graph_memory(state, lines)
+        request, allocate_lines = _events_request(mp, lines, groups, options,
+                                                  memory)
     if state.entry_cache and _graph_phase(mp) == "inference":
         request.cached_blocks.extend(_entry_cache(
             {str(allocation.device) for allocation in allocations}))
@@ -1331,6 +1353,7 @@ def _allocate_from_service(state, planner):
         "cached_block_bytes": sum(b.size_bytes for b in request.cached_blocks),
         "predicted_allocations": response.stats.predicted_allocations,
         "baseline_allocations": response.stats.baseline_allocations,
+        "workspace_probe": _probe_summary(memory, request),
         "phase": _graph_phase(mp),
         "graph_id": getattr(mp.V.graph, "graph_id", None),
         "planner": response.stats.planner,
@@ -1340,6 +1363,18 @@ def _allocate_from_service(state, planner):
         "request": request, "buffers_request": buffers_request,
         "response": response,
     }
+
+
+def _probe_summary(memory, request):
+    """The workspace probe of one graph: how it measured ("history",
+    "freed", or None: nothing probed), the calls it ran, and the
+    EXTERN_ALLOCATE events with a workspace and their bytes."""
+    probe = getattr(memory, "workspace", None)
+    sized = [e.workspace_bytes for e in request.events
+             if e.kind == pb.EVENT_KIND_EXTERN_ALLOCATE and e.workspace_bytes]
+    return {"method": getattr(probe, "method", None),
+            "probed": getattr(probe, "probed", 0),
+            "events": len(sized), "bytes": int(sum(sized))}
 
 
 def cached_blocks(segments, devices):
@@ -1383,14 +1418,20 @@ def _entry_cache(devices):
         return []
 
 
-def _graph_memory(mp, lines):
+def _graph_memory(state, lines):
     """GraphMemory of the graph being planned, with Inductor's per-node
-    memory estimate; None where Inductor's objects are not there (tests'
-    stand-ins) or cannot be read (logged)."""
+    memory estimate and, with install(probe_workspaces=True), its extern
+    kernels' workspaces; None where Inductor's objects are not there
+    (tests' stand-ins) or cannot be read (logged)."""
+    mp = state.mp
     if not hasattr(mp, "AllocFromPoolLine"):
         return None
     try:
-        return GraphMemory(mp.V.graph, lines, _scheduler_node_bytes())
+        probe = None
+        if state.probe_workspaces:
+            from memplan.workspaces import WorkspaceProbe
+            probe = WorkspaceProbe(mp.V.graph)
+        return GraphMemory(mp.V.graph, lines, _scheduler_node_bytes(), probe)
     except Exception as error:  # never a reason to fail the plan
         log.warning("memplan: cannot describe the memory outside the plan: "
                     "%s", error)

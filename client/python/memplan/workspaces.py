@@ -1,0 +1,243 @@
+"""memplan.workspaces: the scratch memory (workspace) an extern kernel
+allocates inside its call, measured once at compile time.
+
+An extern kernel of Inductor's wrapper code (torch 2.11: an
+ExternKernelAlloc such as `extern_kernels.convolution`, or a FallbackKernel
+such as `aten.convolution_backward` or the efficient-attention backward)
+allocates its outputs and, inside the call, a workspace that it frees
+before returning: cuDNN's convolution workspaces, attention's scratch
+buffers. The wrapper lines do not show it, yet it counts in the graph's
+peak (resnet18's inference graph: 9.2 MiB inside its first convolution on
+an H200; docs/gpu.md, "Line traces"). The hook sends it as the
+EXTERN_ALLOCATE event's workspace_bytes.
+
+WorkspaceProbe runs each such kernel on zeros of its inputs' shapes,
+strides and dtypes (the size hints of a dynamic graph), once to warm up
+(cuDNN's heuristics, handles, lazy initialization) and once under the CUDA
+caching allocator's memory history (torch.cuda.memory.
+_record_memory_history): the workspace is the most bytes the call held at
+once beyond what it still holds when it returns (its outputs):
+transient_peak(). Only kernels that run correctly on any values and
+allocate scratch memory are probed (PROBED_OPS); every other kernel, every
+CPU kernel and every probe that fails (out of memory, an op whose inputs
+cannot be made) counts 0 bytes, logged. Results are cached per process by
+the call's signature (op, shapes, strides, dtypes, constant arguments).
+
+While a user records the allocator's memory history, the probe does not
+touch it: it counts the bytes the call allocated and freed (the
+allocator's cumulative allocated_bytes.all.freed), an upper bound of the
+workspace where a kernel frees several scratch buffers one after another.
+"""
+
+import logging
+import threading
+
+log = logging.getLogger(__name__)
+
+# The extern kernels probed (str(op_overload)): they allocate a workspace
+# inside their call and run on zeros of any shape (no indices, no data-
+# dependent shapes that zeros could break).
+PROBED_OPS = frozenset({
+    "aten.convolution.default",
+    "aten.convolution_backward.default",
+    "aten._scaled_dot_product_efficient_attention.default",
+    "aten._scaled_dot_product_efficient_attention_backward.default",
+    "aten._scaled_dot_product_flash_attention.default",
+    "aten._scaled_dot_product_flash_attention_backward.default",
+    "aten._scaled_dot_product_cudnn_attention.default",
+    "aten._scaled_dot_product_cudnn_attention_backward.default",
+    "aten._efficient_attention_forward.default",
+    "aten._efficient_attention_backward.default",
+    "aten._flash_attention_forward.default",
+    "aten._flash_attention_backward.default",
+})
+
+# Trace entries of the memory history longer than this are not kept (the
+# probe's own call allocates a handful of blocks).
+_HISTORY_ENTRIES = 1 << 14
+# Call signatures whose workspace is known -> bytes; the most recent
+# _CACHE_KEPT are kept.
+_cache = {}
+_cache_lock = threading.Lock()
+_CACHE_KEPT = 4096
+
+
+def transient_peak(trace):
+    """The workspace of one call from the allocator's trace of it.
+
+    trace: the call's entries of torch.cuda.memory._snapshot()'s
+    device_traces for its device, in order: dicts with "action" ("alloc",
+    "free_requested", "free_completed", "segment_alloc", ...), "addr" and
+    "size" (bytes, the block's rounded size). Returns (peak, held): peak,
+    the most bytes the call's allocations held at once; held, the bytes
+    still held at the end (its outputs). A block counts from its alloc to
+    the first of its free_requested / free_completed; frees of blocks
+    allocated before the trace count nothing. The workspace is peak - held.
+    """
+    live, current, peak = {}, 0, 0
+    for entry in trace:
+        action = entry.get("action")
+        if action == "alloc":
+            size = int(entry.get("size", 0))
+            live[entry.get("addr")] = size
+            current += size
+            peak = max(peak, current)
+        elif action in ("free_requested", "free_completed"):
+            current -= live.pop(entry.get("addr"), 0)
+    return peak, current
+
+
+class WorkspaceProbe:
+    """Measures extern kernels' workspaces for one graph being compiled
+    (V.graph: its sizevars give the size hints). Call it with an extern
+    kernel IR node; it returns the workspace in bytes (0 when not probed).
+    """
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.method = None  # "history" or "freed", once a call was probed
+        self.probed = 0     # calls run on the GPU for this graph
+
+    def __call__(self, node):
+        op = getattr(node, "op_overload", None)
+        if op is None or str(op) not in PROBED_OPS:
+            return 0
+        try:
+            device = node.get_device()
+            if device is None or device.type != "cuda":
+                return 0
+            key, run = self._call_of(node, op)
+            with _cache_lock:
+                if key in _cache:
+                    return _cache[key]
+            workspace = self._measure(run, device)
+        except Exception as error:  # never a reason to fail the plan
+            log.info("memplan: no workspace probe for %s: %s", op, error)
+            return 0
+        with _cache_lock:
+            _cache[key] = workspace
+            while len(_cache) > _CACHE_KEPT:
+                _cache.pop(next(iter(_cache)))
+        return workspace
+
+    # --- the call ----------------------------------------------------------
+
+    def _hint(self, value):
+        """A constant argument with its symbols replaced by size hints."""
+        import sympy
+        if isinstance(value, sympy.Expr):
+            return int(self.graph.sizevars.size_hint(value, fallback=1))
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._hint(v) for v in value)
+        return value
+
+    def _spec(self, node):
+        """(sizes, strides, dtype, device) of a tensor input, as hints."""
+        sizes = self.graph.sizevars.size_hints(node.get_size(), fallback=1)
+        strides = self.graph.sizevars.size_hints(node.get_stride(),
+                                                 fallback=1)
+        device = node.get_device()
+        return (tuple(int(s) for s in sizes), tuple(int(s) for s in strides),
+                node.get_dtype(), str(device) if device is not None else "cpu")
+
+    def _call_of(self, node, op):
+        """(signature, run) for the kernel's call: run() makes zeros of the
+        inputs and returns (inputs, call), call() calling the op on them
+        (returning its outputs)."""
+        specs = [self._spec(x) for x in node.inputs]
+        constants = [self._hint(c) for c in getattr(node, "constant_args", ())]
+        kwargs = {k: self._hint(v)
+                  for k, v in (getattr(node, "kwargs", None) or {}).items()}
+        unflatten = getattr(node, "unflatten_args", None)
+        key = (str(op), tuple(specs), repr(constants),
+               repr(sorted(kwargs.items())))
+        return key, self._runner(op, specs, constants, kwargs, unflatten)
+
+    @staticmethod
+    def _runner(op, specs, constants, kwargs, unflatten):
+        """run() for _call_of."""
+
+        def run():
+            import torch
+            tensors = [torch.empty_strided(sizes, strides, dtype=dtype,
+                                           device=where).zero_()
+                       for sizes, strides, dtype, where in specs]
+            if callable(unflatten):
+                args, call_kwargs = unflatten(tensors, constants)
+                call_kwargs = {**kwargs, **call_kwargs}
+            else:
+                args, call_kwargs = [*tensors, *constants], kwargs
+            return tensors, lambda: op(*args, **call_kwargs)
+        return run
+
+    # --- the measurement ---------------------------------------------------
+
+    def _measure(self, run, device):
+        import torch
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+        with unset_fake_temporarily(), torch.no_grad(), \
+                torch.cuda.device(device):
+            inputs, call = run()
+            warm = call()  # cuDNN's heuristics, handles, lazy init
+            del warm
+            torch.cuda.synchronize()
+            self.probed += 1
+            if _history_in_use():
+                self.method = "freed"
+                return _freed_during(call)
+            self.method = "history"
+            return _history_during(call, torch.cuda.current_device())
+
+
+def _history_in_use():
+    """Whether someone records the allocator's memory history now (its
+    trace holds entries): the probe then leaves it alone."""
+    import torch
+    try:
+        traces = torch.cuda.memory._snapshot().get("device_traces", [])
+    except Exception:
+        return True
+    return any(traces)
+
+
+def _record(enabled):
+    import torch
+    record = torch.cuda.memory._record_memory_history
+    if enabled:
+        kwargs = dict(context=None, stacks="python",
+                      max_entries=_HISTORY_ENTRIES)
+    else:
+        kwargs = {}
+    try:
+        record("all" if enabled else None, clear_history=True, **kwargs)
+    except TypeError:  # a torch without clear_history
+        record("all" if enabled else None, **kwargs)
+
+
+def _history_during(call, device_index):
+    """The workspace of call() from the allocator's trace of it."""
+    import torch
+    _record(True)
+    try:
+        outputs = call()
+        torch.cuda.synchronize()
+        traces = torch.cuda.memory._snapshot().get("device_traces", [])
+    finally:
+        _record(False)
+    del outputs
+    trace = traces[device_index] if device_index < len(traces) else []
+    peak, held = transient_peak(trace)
+    return max(0, peak - held)
+
+
+def _freed_during(call):
+    """The bytes call() allocated and freed (an upper bound of its
+    workspace), from the allocator's cumulative statistics."""
+    import torch
+    key = "allocated_bytes.all.freed"
+    before = torch.cuda.memory_stats().get(key, 0)
+    outputs = call()
+    torch.cuda.synchronize()
+    freed = torch.cuda.memory_stats().get(key, 0) - before
+    del outputs
+    return max(0, int(freed))
