@@ -75,8 +75,9 @@ configuration is within tolerance of eager.
 
 The driver writes DIR/results.json (every (model, mode)'s record),
 DIR/table.md (the tables) and DIR/captured.jsonl.gz (per graph planned by
-the service: the request the hook sent and the peaks the GPU measured: the
-test data of tests/server/whole_graph_gpu_test.cc); the workers' logs and
+the service: the request the hook sent, each configuration's own where it
+differed, and the peaks the GPU measured: the test data of
+tests/server/whole_graph_gpu_test.cc); the workers' logs and
 records stay in DIR/workers/.
 """
 
@@ -473,6 +474,7 @@ def per_graph_peaks(record, configs, workers):
                     ("peak", "peak_statement", "peak_inside_statement")}
         request_json = None
         cached_blocks = {}  # config -> the cached blocks its request sent
+        requests = {}  # config -> its request, where not request_json
         for config in memplan:
             calls = workers[config]["graph_calls"]
             if k >= len(calls):
@@ -501,7 +503,8 @@ def per_graph_peaks(record, configs, workers):
                              planner=h["planner"],
                              total_pool_bytes=h["total_pool_bytes"],
                              pools=h["pools"],
-                             buffer_groups=h.get("buffer_groups"))
+                             buffer_groups=h.get("buffer_groups"),
+                             workspace_probe=h.get("workspace_probe"))
                 g["baseline"] = h["baseline_peak_bytes"]
                 g["baseline_reserved"] = h.get("baseline_reserved_bytes")
                 g["baseline_calls"] = h.get("baseline_allocations")
@@ -510,6 +513,8 @@ def per_graph_peaks(record, configs, workers):
                 if h.get("request") is not None:
                     cached_blocks[config[len("memplan_"):]] = \
                         h["request"].get("cached_blocks", [])
+                    if not same_request(h["request"], request_json):
+                        requests[config[len("memplan_"):]] = h["request"]
             g[config] = entry
         record["graphs"].append(g)
         if request_json is not None:
@@ -528,10 +533,21 @@ def per_graph_peaks(record, configs, workers):
                     c[len("memplan_"):]: g[c].get("measured_reserved")
                     for c in memplan if c in g},
                 "memplan_cached_blocks": cached_blocks,
+                "memplan_requests": requests,
                 "default_measured_calls": g.get("default_calls"),
                 "memplan_measured_calls": {
                     c[len("memplan_"):]: g[c].get("calls")
                     for c in memplan if c in g}})
+
+
+def same_request(a, b):
+    """Whether two requests (protobuf JSON) are one but for options and
+    cached blocks: a training backward's input frees follow its forward's
+    plan, so its request differs from pool mode to pool mode."""
+    def strip(request):
+        return {k: v for k, v in request.items()
+                if k not in ("options", "cached_blocks")}
+    return strip(a) == strip(b)
 
 
 def planned_calls(record, configs):
@@ -1502,6 +1518,7 @@ def run_worker(args):
                 "total_pool_bytes": g.get("total_pool_bytes"),
                 "pools": len(g.get("pools") or []),
                 "buffer_groups": g.get("buffer_groups"),
+                "workspace_probe": g.get("workspace_probe"),
                 "request": json_format.MessageToDict(
                     g["request"], preserving_proto_field_name=True)
                 if g.get("request") is not None else None,

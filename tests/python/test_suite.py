@@ -150,5 +150,48 @@ class MergeStepTimesTest(unittest.TestCase):
                          ["step-time worker exit timeout"])
 
 
+class CapturedRequestsTest(unittest.TestCase):
+    """Each configuration's own request is captured where it differs."""
+
+    def worker(self, frees, options, blocks=()):
+        request = {"events": [{"kind": "EVENT_KIND_FREE_INPUT",
+                               "size_bytes": str(frees)}],
+                   "options": options, "cached_blocks": list(blocks)}
+        return {"graph_calls": [{"peak": 100 + frees, "phase": "backward",
+                                 "graph_id": 3}],
+                "hook_graphs": [{"source": "service", "graph_id": 3,
+                                 "phase": "backward", "planner": "x",
+                                 "predicted_peak_bytes": 1,
+                                 "baseline_peak_bytes": 2,
+                                 "total_pool_bytes": 3, "pools": 1,
+                                 "request": request}]}
+
+    def test_a_backward_request_per_pool_mode(self):
+        workers = {"default": {"graph_calls": [{"peak": 90,
+                                                "phase": "backward"}]},
+                   "memplan_partition": self.worker(64, {"strategy": "A"}),
+                   # The same request but for options and cached blocks.
+                   "memplan_partition_cold": self.worker(
+                       64, {"strategy": "B"}, [{"size_bytes": "512"}]),
+                   # Other frees: its own.
+                   "memplan_combined": self.worker(0, {"strategy": "C"})}
+        record = {"model": "m", "mode": "training"}
+        suite.per_graph_peaks(record, list(workers), workers)
+        [captured] = record["captured"]
+        self.assertEqual(captured["request"]["options"], {"strategy": "A"})
+        self.assertEqual(list(captured["memplan_requests"]), ["combined"])
+        self.assertEqual(
+            captured["memplan_requests"]["combined"]["events"][0]
+            ["size_bytes"], "0")
+        self.assertEqual(captured["memplan_measured"],
+                         {"partition": 164, "partition_cold": 164,
+                          "combined": 100})
+        self.assertTrue(suite.same_request(
+            {"events": [], "options": {"a": 1}},
+            {"events": [], "cached_blocks": [1]}))
+        self.assertFalse(suite.same_request({"events": [1]},
+                                            {"events": [2]}))
+
+
 if __name__ == "__main__":
     unittest.main()
