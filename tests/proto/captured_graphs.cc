@@ -63,6 +63,14 @@ std::map<std::string, int64_t> NumberMap(const Struct& object,
   return numbers;
 }
 
+// Whether `object` (protobuf JSON as a Struct) is a PlanMemoryRequest,
+// parsed into `request`.
+bool StructToRequest(const Struct& object, v1::PlanMemoryRequest& request) {
+  std::string json;
+  return MessageToJsonString(object, &json).ok() &&
+         JsonStringToMessage(json, &request).ok();
+}
+
 absl::StatusOr<CapturedGraph> ParseRecord(absl::string_view line) {
   Struct record;
   if (!JsonStringToMessage(std::string(line), &record).ok()) {
@@ -78,12 +86,20 @@ absl::StatusOr<CapturedGraph> ParseRecord(absl::string_view line) {
   graph.name = absl::StrCat(fields.at("model").string_value(), ".",
                             fields.at("mode").string_value(), ".",
                             NumberField(record, "graph"));
-  std::string request_json;
-  if (!MessageToJsonString(fields.at("request").struct_value(), &request_json)
-           .ok() ||
-      !JsonStringToMessage(request_json, &graph.request).ok()) {
+  if (!StructToRequest(fields.at("request").struct_value(), graph.request)) {
     return absl::InvalidArgumentError(
         absl::StrCat(graph.name, ": request is not a PlanMemoryRequest"));
+  }
+  if (auto it = fields.find("memplan_requests");
+      it != fields.end() && it->second.has_struct_value()) {
+    for (const auto& [mode, request] : it->second.struct_value().fields()) {
+      if (!StructToRequest(request.struct_value(),
+                           graph.memplan_requests[mode])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(graph.name, ": memplan_requests.", mode,
+                         " is not a PlanMemoryRequest"));
+      }
+    }
   }
   graph.default_measured = NumberField(record, "default_measured");
   graph.memplan_measured = NumberMap(record, "memplan_measured");

@@ -38,6 +38,11 @@ struct CapturedGraph {
   // blocks its request carried (PlanMemoryRequest.cached_blocks); the
   // others sent none, whatever `request` carries.
   std::map<std::string, std::vector<v1::CachedBlock>> memplan_cached_blocks;
+  // Per memplan configuration whose request differed from `request` other
+  // than in options and cached blocks (a training backward's input frees
+  // follow its forward's plan, so each pool mode sends its own): that
+  // request. The others sent `request`.
+  std::map<std::string, v1::PlanMemoryRequest> memplan_requests;
 };
 
 // Returns the graphs of the gzip'd JSON lines at `path`
