@@ -28,7 +28,8 @@ cp -r /usr/lib/python3/dist-packages/google/protobuf \
   "$out/debian-protobuf/google/"
 find "$out" -name __pycache__ -type d -prune -exec rm -rf {} +
 find "$out/debian-protobuf" -name '*.so' -delete
-cp "$here/compile_with_memplan.py" "$here/gpu_run.sh" "$out/"
+cp "$here/compile_with_memplan.py" "$here/gpu_run.sh" \
+  "$here/check_workspaces.py" "$out/"
 cp "$here/../../../tests/gpu/suite.py" "$here/../../../tests/gpu/run_suite.sh" \
   "$here/../../../tests/gpu/step_profile.py" \
   "$out/gpu/"
