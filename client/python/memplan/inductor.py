@@ -1233,7 +1233,10 @@ def stats():
        allocator's segments the service's model predicts, from the
        "cached_blocks" sent: their count and "cached_block_bytes"),
        "predicted_allocations", "baseline_allocations" (its allocator
-       calls, with the plan and without pools), "cache",
+       calls, with the plan and without pools), "workspace_probe"
+       ({"method": "history", "freed" or None, "probed": kernel calls
+       run, "events": EXTERN_ALLOCATE events sent with a workspace,
+       "bytes": their sum}), "cache",
        "usage_agrees" (events: Inductor's pool create/free lines are
        at the service's events), "request", "buffers_request" (the same
        graph as buffers, from Inductor's groups) and "response"; for a
