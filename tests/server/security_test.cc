@@ -439,7 +439,18 @@ TEST(PlanningTimeTest, PlanningPastTheLimitIsResourceExhausted) {
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("this server's limit of 1ms (--max_planning_time)"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
-  EXPECT_TRUE(client.PlanMemory(SmallRequest()).ok());
+  // The server keeps serving. A small plan takes microseconds, but under a
+  // sanitizer on a loaded machine one may still pass the 1 ms limit (seen
+  // once in CI under ThreadSanitizer): then it is this limit's error, and
+  // another try plans.
+  absl::Status small = absl::UnknownError("not tried");
+  for (int attempt = 0; attempt < 10 && !small.ok(); ++attempt) {
+    small = client.PlanMemory(SmallRequest()).status();
+    if (!small.ok()) {
+      EXPECT_EQ(small.code(), absl::StatusCode::kResourceExhausted) << small;
+    }
+  }
+  EXPECT_TRUE(small.ok()) << small;
 }
 
 // ------------------------------------------------- deadline, cancellation
