@@ -505,9 +505,12 @@ def per_graph_peaks(record, configs, workers):
                              pools=h["pools"],
                              buffer_groups=h.get("buffer_groups"),
                              workspace_probe=h.get("workspace_probe"))
-                g["baseline"] = h["baseline_peak_bytes"]
-                g["baseline_reserved"] = h.get("baseline_reserved_bytes")
-                g["baseline_calls"] = h.get("baseline_allocations")
+                # The first configuration's, whose request is captured (a
+                # backward's baseline follows its own request's frees).
+                g.setdefault("baseline", h["baseline_peak_bytes"])
+                g.setdefault("baseline_reserved",
+                             h.get("baseline_reserved_bytes"))
+                g.setdefault("baseline_calls", h.get("baseline_allocations"))
                 if request_json is None:
                     request_json = h["request"]
                 if h.get("request") is not None:
@@ -678,14 +681,15 @@ def markdown(results, configs):
     lines += ["", "Per compiled graph, reserved (MiB above the graph's "
               "entry; the service's caching-allocator model starts from "
               "the cached blocks the hook sent, or an empty cache; the "
-              "baseline's from the last memplan configuration's): default "
+              "baseline's from the first memplan configuration's): default "
               "measured / service baseline_reserved; "
               "memplan measured / service predicted_reserved", ""]
     lines += per_graph_table(results, memplan, "measured_reserved",
                              "baseline_reserved", "predicted_reserved")
     lines += ["", "Per compiled graph, allocator calls (allocation.all."
-              "allocated over the graph's call; the service counts no "
-              "allocation inside an extern kernel): default measured / "
+              "allocated over the graph's call; the service counts one "
+              "workspace per extern kernel call the hook probed, no other "
+              "allocation inside one): default measured / "
               "service baseline_allocations; memplan measured / service "
               "predicted_allocations", ""]
     lines += per_graph_table(results, memplan, "calls", "baseline_calls",

@@ -180,6 +180,13 @@ class CapturedRequestsTest(unittest.TestCase):
         [captured] = record["captured"]
         self.assertEqual(captured["request"]["options"], {"strategy": "A"})
         self.assertEqual(list(captured["memplan_requests"]), ["combined"])
+        # The graph's baseline is the captured (first) request's.
+        workers["memplan_combined"]["hook_graphs"][0][
+            "baseline_peak_bytes"] = 7
+        suite.per_graph_peaks(record, list(workers), workers)
+        self.assertEqual(record["graphs"][0]["baseline"], 2)
+        self.assertEqual(record["graphs"][0]["memplan_combined"]["baseline"],
+                         7)
         self.assertEqual(
             captured["memplan_requests"]["combined"]["events"][0]
             ["size_bytes"], "0")
