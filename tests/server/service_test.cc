@@ -1090,8 +1090,10 @@ TEST_F(CacheTest, AFollowerPastItsDeadlineLeavesTheFlight) {
     leader_done = true;
   });
   ASSERT_TRUE(AwaitPlannerRuns(*server_, 1));
+  // 1 s: time to reach the flight under TSan (a 2,000-buffer request's
+  // parse and hash took over 100 ms there), well inside the leader's 3 s.
   const absl::StatusOr<v1::PlanMemoryResponse> followed =
-      client_->PlanMemory(SlowRequest(), absl::Milliseconds(100));
+      client_->PlanMemory(SlowRequest(), absl::Seconds(1));
   EXPECT_EQ(followed.status().code(), absl::StatusCode::kDeadlineExceeded)
       << followed.status();
   // The server ended the follower's call while the leader still plans.
