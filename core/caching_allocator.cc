@@ -112,21 +112,57 @@ void CachingAllocatorModel::Free(int32_t handle) {
   Insert(handle);
 }
 
+void CachingAllocatorModel::EmptyCache() {
+  for (FreeSet* pool : {&small_, &large_}) {
+    for (auto it = pool->begin(); it != pool->end();) {
+      const int32_t b = std::get<2>(*it);
+      if (blocks_[b].prev < 0 && blocks_[b].next < 0) {
+        blocks_[b] = Block{};
+        it = pool->erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+std::vector<int32_t> CachingAllocatorModel::InUse() const {
+  std::vector<int32_t> in_use;
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    if (blocks_[b].in_use) in_use.push_back(static_cast<int32_t>(b));
+  }
+  return in_use;
+}
+
 AllocatorReplay ReplayCachingAllocator(const std::vector<MemoryBlock>& blocks,
-                                       const std::vector<CachedBlock>& cached) {
+                                       const std::vector<CachedBlock>& cached,
+                                       const CachingAllocatorModel* start,
+                                       CachingAllocatorModel* end) {
   AllocatorReplay replay;
   replay.created_segment.assign(blocks.size(), false);
   CachingAllocatorModel model;
+  if (start != nullptr) {
+    model = *start;
+    model.ResetStats();
+  }
   for (const CachedBlock& block : cached) {
     if (block.size > 0) model.Cache(block.size, block.small_pool);
   }
   // (position, 0 = free / 1 = allocate, block index).
   std::vector<std::tuple<int64_t, int, size_t>> events;
   events.reserve(2 * blocks.size());
-  std::vector<int32_t> handles(blocks.size(), -1);
+  std::vector<int32_t>& handles = replay.handles;
+  handles.assign(blocks.size(), -1);
   for (size_t i = 0; i < blocks.size(); ++i) {
     const MemoryBlock& b = blocks[i];
-    if (b.size <= 0 || b.begin >= b.end) continue;
+    if (b.begin >= b.end) continue;
+    if (b.freed_input && b.start_block >= 0) {
+      if (start == nullptr || !model.in_use(b.start_block)) continue;
+      handles[i] = b.start_block;
+      events.emplace_back(b.begin, 0, i);
+      continue;
+    }
+    if (b.size <= 0) continue;
     if (b.freed_input) {
       handles[i] = model.Adopt(b.size);
       events.emplace_back(b.begin, 0, i);
@@ -145,7 +181,13 @@ AllocatorReplay ReplayCachingAllocator(const std::vector<MemoryBlock>& blocks,
     }
   }
   replay.stats = model.stats();
+  if (end != nullptr) *end = std::move(model);
   return replay;
+}
+
+AllocatorReplay ReplayCachingAllocator(const DeviceMemory& memory) {
+  return ReplayCachingAllocator(memory.blocks, memory.cached,
+                                memory.start.get());
 }
 
 }  // namespace memplan

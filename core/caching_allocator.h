@@ -89,6 +89,19 @@ class CachingAllocatorModel {
   int32_t Malloc(Bytes size);
   // Frees the block `handle` (in use), merging it with free neighbours.
   void Free(int32_t handle);
+  // Releases every cached segment that holds no block in use, as
+  // torch.cuda.empty_cache() (release_cached_blocks) does.
+  void EmptyCache();
+  // The handles of the blocks in use, in handle order.
+  std::vector<int32_t> InUse() const;
+  // Zeroes the statistics: from here on they count above the state now
+  // (a backward graph's model starts from the state its forward left).
+  void ResetStats() { stats_ = CachingAllocatorStats{}; }
+
+  // The size in bytes of the block `handle` (as split).
+  Bytes size(int32_t handle) const { return blocks_[handle].size; }
+  // Whether the block `handle` is in use.
+  bool in_use(int32_t handle) const { return blocks_[handle].in_use; }
 
   bool created_segment() const { return created_segment_; }
   const CachingAllocatorStats& stats() const { return stats_; }
@@ -125,6 +138,9 @@ struct AllocatorReplay {
   // Parallel to the blocks: whether the block's allocation took a new
   // segment (false for freed inputs and blocks that allocate nothing).
   std::vector<bool> created_segment;
+  // Parallel to the blocks: the model's handle of the block (-1 for a
+  // block that allocates nothing).
+  std::vector<int32_t> handles;
 };
 
 // Replays `blocks` (core/graph_memory.h's blocks of one device) through a
@@ -134,9 +150,21 @@ struct AllocatorReplay {
 // there, inputs freed there) before the allocations, each group in the blocks'
 // order. Blocks of size 0 or with an empty range allocate nothing. O(k log k)
 // for k blocks and cached blocks.
+//
+// `start` (not null): the model starts from that state instead of an empty
+// one (a training backward's: what its forward left, core/entry_state.h),
+// its statistics counting from there, the cached blocks added to it; a
+// freed input with a start_block frees that block of the start (its bytes
+// as the start holds them) instead of a block of its own. `end` (not
+// null): receives the model's state after the last block.
 AllocatorReplay ReplayCachingAllocator(
     const std::vector<MemoryBlock>& blocks,
-    const std::vector<CachedBlock>& cached = {});
+    const std::vector<CachedBlock>& cached = {},
+    const CachingAllocatorModel* start = nullptr,
+    CachingAllocatorModel* end = nullptr);
+
+// ReplayCachingAllocator of a device's blocks, cached blocks and start.
+AllocatorReplay ReplayCachingAllocator(const DeviceMemory& memory);
 
 }  // namespace memplan
 

@@ -122,7 +122,9 @@ GraphTimeline TimelineOfBuffers(const Problem& problem) {
 }
 
 std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
-                                     const GraphTimeline& timeline) {
+                                     const GraphTimeline& timeline,
+                                     std::vector<int32_t>* pool_blocks) {
+  if (pool_blocks != nullptr) pool_blocks->assign(plan.pools.size(), -1);
   std::vector<DeviceMemory> memory = timeline.unplanned;
   absl::flat_hash_map<std::string, size_t> index;
   for (size_t d = 0; d < memory.size(); ++d) index[memory[d].device] = d;
@@ -144,7 +146,15 @@ std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
   for (size_t p = 0; p < plan.pools.size(); ++p) {
     if (!used[p]) continue;
     auto [it, added] = index.try_emplace(plan.pools[p].device, memory.size());
-    if (added) memory.push_back(DeviceMemory{plan.pools[p].device, {}, {}});
+    if (added) {
+      DeviceMemory device;
+      device.device = plan.pools[p].device;
+      memory.push_back(std::move(device));
+    }
+    if (pool_blocks != nullptr) {
+      (*pool_blocks)[p] =
+          static_cast<int32_t>(memory[it->second].blocks.size());
+    }
     memory[it->second].blocks.push_back(
         MemoryBlock{hulls[p].begin, hulls[p].end, plan.pools[p].size});
   }
@@ -176,7 +186,11 @@ std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
     // so its span bounds nothing.
     if (!buffer.is_output && span.end == kNeverFreed) continue;
     auto [it, added] = index.try_emplace(buffer.device, bound.size());
-    if (added) bound.push_back(DeviceMemory{buffer.device, {}, {}});
+    if (added) {
+      DeviceMemory device;
+      device.device = buffer.device;
+      bound.push_back(std::move(device));
+    }
     bound[it->second].blocks.push_back(
         MemoryBlock{span.begin, span.end, buffer.size});
   }
@@ -185,14 +199,14 @@ std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,
     DevicePeaks peak;
     peak.device = device.device;
     const CachingAllocatorStats with_pools =
-        ReplayCachingAllocator(device.blocks, device.cached).stats;
+        ReplayCachingAllocator(device).stats;
     peak.predicted = AllocatedPeak(device.blocks, block, with_pools);
     peak.predicted_reserved = with_pools.reserved;
     peak.predicted_allocations = with_pools.allocations;
     for (const DeviceMemory& other : timeline.baseline) {
       if (other.device == device.device) {
         const CachingAllocatorStats without =
-            ReplayCachingAllocator(other.blocks, other.cached).stats;
+            ReplayCachingAllocator(other).stats;
         peak.baseline = AllocatedPeak(other.blocks, block, without);
         peak.baseline_reserved = without.reserved;
         peak.baseline_allocations = without.allocations;

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -52,10 +53,14 @@ struct MemoryBlock {
   int64_t end = kNeverFreed;
   Bytes size = 0;
   bool freed_input = false;  // counts -size from begin on
+  // A freed input that is a block of the allocator state at the entry
+  // (DeviceMemory::start): that block's handle (its size is `size`); -1:
+  // a block of its own.
+  int32_t start_block = -1;
 
   friend bool operator==(const MemoryBlock& a, const MemoryBlock& b) {
     return a.begin == b.begin && a.end == b.end && a.size == b.size &&
-           a.freed_input == b.freed_input;
+           a.freed_input == b.freed_input && a.start_block == b.start_block;
   }
 };
 
@@ -63,12 +68,22 @@ struct MemoryBlock {
 // kNeverFreed).
 std::ostream& operator<<(std::ostream& os, const MemoryBlock& block);
 
+class CachingAllocatorModel;  // core/caching_allocator.h
+
 // The blocks of one device, and the caching allocator's free blocks cached
 // on it at the graph's entry (Problem::cached_blocks of the device).
 struct DeviceMemory {
   std::string device;
   std::vector<MemoryBlock> blocks;
   std::vector<CachedBlock> cached;
+  // The allocator's state at the entry where known (a training backward's:
+  // what its forward left, core/entry_state.h); null: an empty cache but
+  // for `cached`.
+  std::shared_ptr<const CachingAllocatorModel> start;
+  // Per name that still holds a storage when the graph returns (an output,
+  // with wrapper lines): the index in `blocks` of that storage's block
+  // (its first, for a name holding several). Filled by TimelineOfLines.
+  absl::flat_hash_map<std::string, int32_t> held_at_end;
 };
 
 // Devices in the order they are first added, each with its index: the
@@ -85,11 +100,14 @@ class DeviceOrder {
   std::vector<DeviceMemory> Empty() const {
     std::vector<DeviceMemory> memory;
     for (const std::string& device : names_) {
-      memory.push_back(DeviceMemory{device, {}, {}});
+      memory.emplace_back();
+      memory.back().device = device;
     }
     return memory;
   }
 
+  // Whether `device` was added.
+  bool Has(const std::string& device) const { return index_.contains(device); }
   // The index of `device`, which must have been added.
   size_t operator[](const std::string& device) const {
     return index_.at(device);
@@ -197,8 +215,11 @@ GraphTimeline TimelineOfBuffers(const Problem& problem);
 // (the timeline's order): each pool over the hull of its buffers' spans
 // (from the first begin to the last end; buffers of size 0 or with an
 // empty span allocate nothing), plus the timeline's unplanned blocks.
-std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
-                                     const GraphTimeline& timeline);
+// `pool_blocks` (not null): receives per pool of the plan the index of its
+// block in its device's blocks (-1: a pool that allocates nothing).
+std::vector<DeviceMemory> PlanMemory(
+    const Problem& problem, const Plan& plan, const GraphTimeline& timeline,
+    std::vector<int32_t>* pool_blocks = nullptr);
 
 // Returns, per device (the timeline's order), the allocated peak of
 // PlanMemory (predicted) and of the baseline: with problem.allocator_block

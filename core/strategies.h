@@ -42,7 +42,11 @@ namespace memplan {
 //      last FREE's run (a plan may share bytes within a run, whatever the
 //      lines' order: the bound was above the predicted peak on such
 //      lines); an ALLOCATE of a name an earlier event used is refused.
-inline constexpr uint32_t kPlannerVersion = 9;
+//   10: a training backward's request may carry its forward
+//      (ForwardGraph): the whole-graph model, and with it strategy
+//      "partition"'s choice, starts the backward from the allocator state
+//      the forward leaves in a training step (core/entry_state.h).
+inline constexpr uint32_t kPlannerVersion = 10;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

@@ -48,9 +48,11 @@ class Storages {
   }
   // A graph input's storage of `size` bytes, allocated before the graph
   // ran, now held by `name` (which took it over in place): freed, it
-  // counts negative from then on.
-  void TakeInput(const std::string& name, size_t device, Bytes size) {
-    storages_.push_back(Storage{device, size, 0, 1, true});
+  // counts negative from then on. `start_block`: its block in the entry
+  // state (MemoryBlock::start_block), or -1.
+  void TakeInput(const std::string& name, size_t device, Bytes size,
+                 int32_t start_block = -1) {
+    storages_.push_back(Storage{device, size, 0, 1, true, start_block});
     held_[name].push_back(storages_.size() - 1);
   }
   // `holder` holds the storage number `part` of `name`'s too.
@@ -81,10 +83,16 @@ class Storages {
     held_.erase(it);
   }
   bool Holds(const std::string& name) const { return held_.contains(name); }
-  // Every storage still held: never freed while the graph runs.
+  // Every storage still held: never freed while the graph runs; each
+  // name still holding one noted in its device's held_at_end.
   void Finish() {
     for (Storage& s : storages_) {
       if (s.holders > 0 && !s.input) Emit(s, kNeverFreed);
+    }
+    for (const auto& [name, held] : held_) {
+      if (held.empty()) continue;
+      const Storage& s = storages_[held.front()];
+      if (s.block >= 0) memory_[s.device].held_at_end[name] = s.block;
     }
   }
 
@@ -95,12 +103,16 @@ class Storages {
     int64_t begin = 0;
     int holders = 0;
     bool input = false;  // a graph input's, allocated before the entry
+    int32_t start_block = -1;
+    int32_t block = -1;  // its index in its device's blocks, once emitted
   };
   void Emit(Storage& s, int64_t end) {
     s.holders = 0;
-    memory_[s.device].blocks.push_back(
-        s.input ? MemoryBlock{end, kNeverFreed, s.size, /*freed_input=*/true}
-                : MemoryBlock{s.begin, end, s.size});
+    std::vector<MemoryBlock>& blocks = memory_[s.device].blocks;
+    s.block = static_cast<int32_t>(blocks.size());
+    blocks.push_back(s.input ? MemoryBlock{end, kNeverFreed, s.size,
+                                           /*freed_input=*/true, s.start_block}
+                             : MemoryBlock{s.begin, end, s.size});
   }
   std::vector<DeviceMemory>& memory_;
   std::vector<Storage> storages_;
@@ -109,10 +121,12 @@ class Storages {
 
 // Applies a line outside the plan (extern allocation, multi-output binding,
 // input free, an input taken over in place) to `storages`; true when it was
-// one.
+// one. An input `releases` sources to a forward output's block frees that
+// block (when it is its last reference) instead of its own bytes.
 bool ApplyUnplanned(const WrapperLine& line, int64_t i,
                     const DeviceOrder& devices, Storages& storages,
-                    std::vector<DeviceMemory>& memory) {
+                    std::vector<DeviceMemory>& memory,
+                    EntryReleases& releases) {
   switch (line.kind) {
     case WrapperLineKind::kExternAllocate:
       storages.Allocate(line.name, devices[line.allocation.device],
@@ -127,19 +141,39 @@ bool ApplyUnplanned(const WrapperLine& line, int64_t i,
             MemoryBlock{i, i + 1, line.workspace});
       }
       return true;
-    case WrapperLineKind::kReuse:
+    case WrapperLineKind::kReuse: {
       if (!line.reuses_input) return false;
-      storages.TakeInput(line.reused_as, devices[line.allocation.device],
-                         line.allocation.size);
+      if (!releases.Sourced(line.name)) {
+        storages.TakeInput(line.reused_as, devices[line.allocation.device],
+                           line.allocation.size);
+        return true;
+      }
+      // Nothing returns at its release where other references hold it.
+      const EntryReleases::Release release = releases.Free(line.name);
+      if (release.handle >= 0 && devices.Has(release.device)) {
+        storages.TakeInput(line.reused_as, devices[release.device],
+                           release.size, release.handle);
+      }
       return true;
+    }
     case WrapperLineKind::kMultiOutput:
       storages.Share(line.name, static_cast<size_t>(line.output_index),
                      line.reused_as);
       return true;
-    case WrapperLineKind::kFreeInput:
-      memory[devices[line.allocation.device]].blocks.push_back(MemoryBlock{
-          i, kNeverFreed, line.allocation.size, /*freed_input=*/true});
+    case WrapperLineKind::kFreeInput: {
+      if (!releases.Sourced(line.name)) {
+        memory[devices[line.allocation.device]].blocks.push_back(MemoryBlock{
+            i, kNeverFreed, line.allocation.size, /*freed_input=*/true});
+        return true;
+      }
+      const EntryReleases::Release release = releases.Free(line.name);
+      if (release.handle >= 0 && devices.Has(release.device)) {
+        memory[devices[release.device]].blocks.push_back(
+            MemoryBlock{i, kNeverFreed, release.size, /*freed_input=*/true,
+                        release.handle});
+      }
       return true;
+    }
     default:
       return false;
   }
@@ -150,11 +184,20 @@ bool ApplyUnplanned(const WrapperLine& line, int64_t i,
 GraphTimeline TimelineOfLines(const Problem& problem,
                               const WrapperProgram& program,
                               const PoolLines& lines,
-                              const std::vector<ReuseDecision>& reuse) {
+                              const std::vector<ReuseDecision>& reuse,
+                              const EntryState* entry) {
   const DeviceOrder devices = DevicesOf(problem, program);
   GraphTimeline timeline;
   timeline.unplanned = devices.Empty();
   timeline.baseline = devices.Empty();
+  EntryReleases predicted_releases(entry ? &entry->predicted : nullptr);
+  EntryReleases baseline_releases(entry ? &entry->baseline : nullptr);
+  for (DeviceMemory& memory : timeline.unplanned) {
+    memory.start = predicted_releases.Start(memory.device);
+  }
+  for (DeviceMemory& memory : timeline.baseline) {
+    memory.start = baseline_releases.Start(memory.device);
+  }
   const size_t num_groups = problem.buffers.size();
   const auto num_lines = static_cast<int64_t>(program.lines.size());
 
@@ -215,7 +258,8 @@ GraphTimeline TimelineOfLines(const Problem& problem,
     Storages storages(timeline.unplanned);
     for (int64_t i = 0; i < num_lines; ++i) {
       const WrapperLine& line = program.lines[i];
-      if (ApplyUnplanned(line, i, devices, storages, timeline.unplanned)) {
+      if (ApplyUnplanned(line, i, devices, storages, timeline.unplanned,
+                         predicted_releases)) {
         continue;
       }
       if (removed.contains(line.name)) continue;
@@ -262,7 +306,8 @@ GraphTimeline TimelineOfLines(const Problem& problem,
     Storages storages(timeline.baseline);
     for (int64_t i = 0; i < num_lines; ++i) {
       const WrapperLine& line = program.lines[i];
-      if (ApplyUnplanned(line, i, devices, storages, timeline.baseline)) {
+      if (ApplyUnplanned(line, i, devices, storages, timeline.baseline,
+                         baseline_releases)) {
         continue;
       }
       if (removed.contains(line.name)) continue;
@@ -404,7 +449,8 @@ absl::Status CheckLinesOutsideThePlan(const WrapperProgram& program,
 
 GraphTimeline WholeGraphTimeline(const Problem& problem,
                                  const WrapperProgram* program,
-                                 const PoolLines* lines) {
+                                 const PoolLines* lines,
+                                 const EntryState* entry) {
   if (program == nullptr || lines == nullptr) return TimelineOfBuffers(problem);
   PlanContext context;
   context.wrapper_program = program;
@@ -422,7 +468,7 @@ GraphTimeline WholeGraphTimeline(const Problem& problem,
   if (reuse.ok() && reuse->decisions != nullptr) {
     decisions = reuse->decisions->reuse;
   }
-  return TimelineOfLines(problem, *program, *lines, decisions);
+  return TimelineOfLines(problem, *program, *lines, decisions, entry);
 }
 
 }  // namespace memplan

@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "core/entry_state.h"
 #include "core/graph_memory.h"
 #include "core/inductor/wrapper_lines.h"
 #include "core/reference_decisions.h"
@@ -48,10 +49,17 @@ namespace memplan {
 // (Inductor's own, as strategy "reuse" restates them: each takes the
 // storage freed at its free_line at its allocation_line). Devices in the
 // order of the groups' first buffers, then of the lines that name others.
+// With `entry` (a training backward's, core/entry_state.h): each side
+// starts from the state its forward left (DeviceMemory::start), and an
+// input sourced to a forward output frees, at its FREE_INPUT (or when the
+// buffer that took it over in place is freed), that output's block where
+// it is the block's last reference, else nothing; its size_bytes is not
+// used.
 GraphTimeline TimelineOfLines(const Problem& problem,
                               const WrapperProgram& program,
                               const PoolLines& lines,
-                              const std::vector<ReuseDecision>& reuse);
+                              const std::vector<ReuseDecision>& reuse,
+                              const EntryState* entry = nullptr);
 
 // Returns OK when the lines outside the plan are well formed, else
 // INVALID_ARGUMENT naming the line (`<label>[i] ("name")`) and the field:
@@ -69,10 +77,11 @@ absl::Status CheckLinesOutsideThePlan(const WrapperProgram& program,
 // GroupWrapperLines(*program)), with the decisions of Inductor's reuse pass
 // as strategy "reuse" restates them (none when it cannot plan the lines,
 // e.g. an EXIT_SUBGRAPH without its ENTER_SUBGRAPH); else of its buffers
-// (TimelineOfBuffers).
+// (TimelineOfBuffers). `entry`: as TimelineOfLines' (lines only).
 GraphTimeline WholeGraphTimeline(const Problem& problem,
                                  const WrapperProgram* program,
-                                 const PoolLines* lines);
+                                 const PoolLines* lines,
+                                 const EntryState* entry = nullptr);
 
 }  // namespace memplan
 

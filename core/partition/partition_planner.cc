@@ -197,9 +197,11 @@ class DevicePartition {
                              const DeviceMemory* unplanned) {
     std::vector<MemoryBlock> blocks;
     std::vector<CachedBlock> cached;
+    const CachingAllocatorModel* start = nullptr;
     if (unplanned != nullptr) {
       blocks = unplanned->blocks;
       cached = unplanned->cached;
+      start = unplanned->start.get();
     }
     const size_t first = blocks.size();
     for (const PoolState& pool : pools_) {
@@ -215,7 +217,7 @@ class DevicePartition {
       peak_ = cuda ? replay.stats.peak_allocated
                    : (axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots()));
     };
-    AllocatorReplay replay = ReplayCachingAllocator(blocks, cached);
+    AllocatorReplay replay = ReplayCachingAllocator(blocks, cached, start);
     measure(replay);
     // Pool mode none: a pool is never larger than its largest buffer.
     if (problem_.pool_mode == PoolMode::kNone) return absl::OkStatus();
@@ -256,7 +258,7 @@ class DevicePartition {
         if (absl::Status status = context.Check(); !status.ok()) return status;
         const Bytes size = blocks[first + q].size;
         blocks[first + q].size = need;
-        AllocatorReplay trial = ReplayCachingAllocator(blocks, cached);
+        AllocatorReplay trial = ReplayCachingAllocator(blocks, cached, start);
         if (trial.stats.reserved < replay.stats.reserved &&
             (!cuda || trial.stats.peak_allocated <=
                           std::max(replay.stats.peak_allocated, target_))) {
@@ -643,10 +645,8 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
                                   least_reserved / kReservedSlack);
     for (const DeviceMemory& memory : timeline->baseline) {
       if (memory.device == device) {
-        allowed_reserved =
-            std::max(allowed_reserved,
-                     ReplayCachingAllocator(memory.blocks, memory.cached)
-                         .stats.reserved);
+        allowed_reserved = std::max(
+            allowed_reserved, ReplayCachingAllocator(memory).stats.reserved);
       }
     }
     size_t chosen = candidates.size();

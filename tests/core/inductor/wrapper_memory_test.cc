@@ -3,9 +3,13 @@
 // pass's hand-overs in the baseline, and the checks of those lines.
 #include "core/inductor/wrapper_memory.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "core/caching_allocator.h"
+#include "core/entry_state.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/inductor/wrapper_line_builders.h"
@@ -258,6 +262,167 @@ TEST(TimelineOfLinesTest, AWorkspaceIsLiveAtItsKernelsLineOnly) {
   // One allocation more per workspace, with pools and without.
   EXPECT_EQ(peaks.predicted_allocations, 5);
   EXPECT_EQ(peaks.baseline_allocations, 5);
+}
+
+// A training step's forward and backward, with CUDA's 512-byte block:
+//   forward  line 0 ALLOCATE a (3 MiB)   saved for the backward
+//            line 1 ALLOCATE t (5 MiB)   an intermediate
+//            line 2 kernel
+//            line 3 FREE t
+//            line 4 ALLOCATE u (2 MiB)   the user's output
+//            line 5 kernel
+// From an empty cache, a takes a new 20 MiB segment and t and u follow it
+// in that segment: at the return a [0, 3) and u [3, 5) MiB are in use and
+// the 15 MiB after them are cached.
+constexpr Bytes kMiB = Bytes{1} << 20;
+
+Graph CudaGraph(WrapperProgram program) {
+  Graph graph = Derive(std::move(program));
+  graph.problem.allocator_block = CachingAllocatorModel::kMinBlockSize;
+  return graph;
+}
+
+Graph TrainingForward() {
+  WrapperProgram program;
+  program.lines = {Allocate("a", 3 * kMiB),
+                   Allocate("t", 5 * kMiB),
+                   Kernel(),
+                   Free("t"),
+                   Allocate("u", 2 * kMiB),
+                   Kernel()};
+  program.output_names = {"a", "u"};
+  return CudaGraph(std::move(program));
+}
+
+// Each group in a pool of its own (a, t, u in that order).
+Plan OwnPools(const Problem& problem) {
+  Plan plan;
+  for (size_t g = 0; g < problem.buffers.size(); ++g) {
+    plan.pools.push_back(
+        Pool(absl::StrCat("pool", g), "cuda:0", problem.buffers[g].size));
+    plan.assignments.push_back(Assignment{static_cast<int32_t>(g), 0});
+  }
+  return plan;
+}
+
+EntryState EntryOf(const Graph& forward, const Plan& plan,
+                   const std::vector<InputSource>& sources) {
+  const GraphTimeline timeline =
+      TimelineOfLines(forward.problem, forward.program, forward.lines, {});
+  return BackwardEntryState(ForwardEndState(forward.problem, plan, timeline,
+                                            forward.program.output_names),
+                            forward.program.output_names, sources);
+}
+
+TEST(EntryStateTest, AForwardLeavesItsOutputsInUseAndItsIntermediatesCached) {
+  const Graph forward = TrainingForward();
+  const GraphTimeline timeline =
+      TimelineOfLines(forward.problem, forward.program, forward.lines, {});
+  const ForwardState state =
+      ForwardEndState(forward.problem, OwnPools(forward.problem), timeline,
+                      forward.program.output_names);
+  for (const ForwardEnd* end : {&state.predicted, &state.baseline}) {
+    ASSERT_EQ(end->models.size(), 1u);
+    const CachingAllocatorModel& model = *end->models[0].second;
+    ASSERT_TRUE(end->block_of.contains("a"));
+    ASSERT_TRUE(end->block_of.contains("u"));
+    EXPECT_FALSE(end->block_of.contains("t"));  // no output
+    EXPECT_EQ(model.size(end->block_of.at("a").second), 3 * kMiB);
+    EXPECT_EQ(model.InUse().size(), 2u);
+    // The 15 MiB rest is cached: a 15 MiB request takes no new segment.
+    CachingAllocatorModel next = model;
+    next.Malloc(15 * kMiB);
+    EXPECT_FALSE(next.created_segment());
+  }
+}
+
+TEST(EntryStateTest, ABackwardFreesAForwardBlockAtItsLastReference) {
+  // x and y are views of a: a's block returns at y's free, not x's.
+  WrapperProgram program;
+  program.lines = {FreeInput("x", 0), Kernel(), FreeInput("y", 0),
+                   Allocate("g", 14 * kMiB + kMiB / 2)};
+  program.output_names = {"g"};
+  const Graph backward = CudaGraph(std::move(program));
+  const Graph forward = TrainingForward();
+  const EntryState entry =
+      EntryOf(forward, OwnPools(forward.problem), {{"x", "a"}, {"y", "a"}});
+  const GraphTimeline timeline = TimelineOfLines(
+      backward.problem, backward.program, backward.lines, {}, &entry);
+  for (const std::vector<DeviceMemory>* side :
+       {&timeline.unplanned, &timeline.baseline}) {
+    ASSERT_EQ(side->size(), 1u);
+    const DeviceMemory& memory = (*side)[0];
+    ASSERT_NE(memory.start, nullptr);
+    std::vector<MemoryBlock> freed;
+    for (const MemoryBlock& block : memory.blocks) {
+      if (block.freed_input) freed.push_back(block);
+    }
+    ASSERT_EQ(freed.size(), 1u);
+    EXPECT_EQ(freed[0].begin, 2);  // y's FREE_INPUT
+    EXPECT_EQ(freed[0].size, 3 * kMiB);
+    EXPECT_GE(freed[0].start_block, 0);
+  }
+  // g (14.5 MiB) takes the forward's cached 15 MiB whole (a rest of 0.5
+  // MiB is not split off): 15 MiB allocated, less a's 3 MiB freed before.
+  Plan plan;
+  plan.pools = {Pool("pool0", "cuda:0", 14 * kMiB + kMiB / 2)};
+  plan.assignments = {Assignment{0, 0}};
+  const std::vector<DevicePeaks> peaks =
+      WholeGraphPeaks(backward.problem, plan, timeline);
+  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(peaks[0].baseline, 12 * kMiB);
+  EXPECT_EQ(peaks[0].predicted, 12 * kMiB);
+  EXPECT_EQ(peaks[0].predicted_reserved, 0);  // no new segment
+  // From an empty cache: a new 16 MiB segment, 14.5 MiB of it split off.
+  const GraphTimeline cold =
+      TimelineOfLines(backward.problem, backward.program, backward.lines, {});
+  EXPECT_EQ(WholeGraphPeaks(backward.problem, plan, cold)[0].baseline,
+            14 * kMiB + kMiB / 2);
+}
+
+TEST(EntryStateTest, AnOutputTheBackwardDoesNotGetHoldsItsBlock) {
+  // With a and u in one pool (pool mode combined), the user's output u
+  // holds the pool: freeing a returns nothing; default's own storages
+  // return a's.
+  WrapperProgram program;
+  program.lines = {FreeInput("x", 0), Kernel()};
+  const Graph backward = CudaGraph(std::move(program));
+  const Graph forward = TrainingForward();
+  Plan combined;
+  combined.pools = {Pool("pool0", "cuda:0", 10 * kMiB)};
+  combined.assignments = {Assignment{0, 0}, Assignment{0, 3 * kMiB},
+                          Assignment{0, 8 * kMiB}};
+  const EntryState entry = EntryOf(forward, combined, {{"x", "a"}});
+  const GraphTimeline timeline = TimelineOfLines(
+      backward.problem, backward.program, backward.lines, {}, &entry);
+  auto freed = [](const DeviceMemory& memory) {
+    int count = 0;
+    for (const MemoryBlock& block : memory.blocks) count += block.freed_input;
+    return count;
+  };
+  EXPECT_EQ(freed(timeline.unplanned[0]), 0);
+  EXPECT_EQ(freed(timeline.baseline[0]), 1);
+}
+
+TEST(EntryStateTest, TheNextStepStartsFromTheGradientsSegments) {
+  // The backward's output g (a gradient) stays allocated past the step;
+  // empty_cache() releases the segments without a block in use, then g is
+  // set to None: its segment is all that is cached.
+  WrapperProgram program;
+  program.lines = {Allocate("tmp", 30 * kMiB), Allocate("g", 4 * kMiB),
+                   Free("tmp")};
+  program.output_names = {"g"};
+  const Graph backward = CudaGraph(std::move(program));
+  const GraphTimeline timeline =
+      TimelineOfLines(backward.problem, backward.program, backward.lines, {});
+  const std::shared_ptr<const CachingAllocatorModel> start =
+      NextStepStart(timeline.baseline[0], {"g"});
+  EXPECT_TRUE(start->InUse().empty());
+  CachingAllocatorModel next = *start;
+  next.Malloc(20 * kMiB);  // g's 20 MiB segment, free again
+  EXPECT_FALSE(next.created_segment());
+  next.Malloc(30 * kMiB);  // tmp's segment was released
+  EXPECT_TRUE(next.created_segment());
 }
 
 TEST(CheckLinesOutsideThePlanTest, NamesTheLineAndTheField) {

@@ -1,0 +1,185 @@
+#include "core/entry_state.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+
+namespace memplan {
+namespace {
+
+// Replays `memory` (one device's blocks), frees the blocks in use that
+// `keeps` (per block index: it holds an output) does not keep, and records
+// the model in `end` with each output name's block.
+void ReplayToReturn(
+    const DeviceMemory& memory,
+    const absl::flat_hash_map<std::string, int32_t>& output_block,
+    ForwardEnd& end) {
+  CachingAllocatorModel model;
+  const AllocatorReplay replay = ReplayCachingAllocator(
+      memory.blocks, memory.cached, memory.start.get(), &model);
+  std::vector<bool> keeps(memory.blocks.size(), false);
+  for (const auto& [name, index] : output_block) {
+    if (replay.handles[index] >= 0) keeps[index] = true;
+  }
+  const size_t device = end.models.size();
+  for (size_t i = 0; i < memory.blocks.size(); ++i) {
+    const MemoryBlock& block = memory.blocks[i];
+    const int32_t handle = replay.handles[i];
+    if (handle < 0 || block.freed_input || block.end != kNeverFreed) continue;
+    if (!keeps[i] && model.in_use(handle)) model.Free(handle);
+  }
+  for (const auto& [name, index] : output_block) {
+    const int32_t handle = replay.handles[index];
+    if (handle >= 0 && model.in_use(handle)) {
+      end.block_of[name] = {device, handle};
+    }
+  }
+  end.models.emplace_back(
+      memory.device, std::make_shared<CachingAllocatorModel>(std::move(model)));
+}
+
+// Per output name held at the return, the index of its block in `memory`
+// (only blocks never freed while the graph runs).
+absl::flat_hash_map<std::string, int32_t> HeldOutputs(
+    const DeviceMemory& memory,
+    const absl::flat_hash_set<std::string>& outputs) {
+  absl::flat_hash_map<std::string, int32_t> held;
+  for (const auto& [name, index] : memory.held_at_end) {
+    if (outputs.contains(name) && memory.blocks[index].end == kNeverFreed &&
+        !memory.blocks[index].freed_input) {
+      held[name] = index;
+    }
+  }
+  return held;
+}
+
+}  // namespace
+
+ForwardState ForwardEndState(const Problem& forward, const Plan& plan,
+                             const GraphTimeline& timeline,
+                             const std::vector<std::string>& output_names) {
+  const absl::flat_hash_set<std::string> outputs(output_names.begin(),
+                                                 output_names.end());
+  ForwardState state;
+  // With the plan's pools: the unplanned blocks come first in each
+  // device's blocks (PlanMemory), so held_at_end's indices stand; each
+  // pool holding an output group holds every name of the group.
+  std::vector<int32_t> pool_blocks;
+  const std::vector<DeviceMemory> predicted =
+      PlanMemory(forward, plan, timeline, &pool_blocks);
+  for (const DeviceMemory& memory : predicted) {
+    absl::flat_hash_map<std::string, int32_t> held;
+    for (const DeviceMemory& unplanned : timeline.unplanned) {
+      if (unplanned.device == memory.device) {
+        held = HeldOutputs(unplanned, outputs);
+      }
+    }
+    for (size_t g = 0; g < forward.buffers.size(); ++g) {
+      const int32_t pool = plan.assignments[g].pool;
+      const int32_t index = pool_blocks[pool];
+      if (index < 0 || plan.pools[pool].device != memory.device ||
+          memory.blocks[index].end != kNeverFreed) {
+        continue;
+      }
+      for (const std::string& name : forward.buffers[g].names) {
+        if (outputs.contains(name)) held[name] = index;
+      }
+    }
+    ReplayToReturn(memory, held, state.predicted);
+  }
+  for (const DeviceMemory& memory : timeline.baseline) {
+    ReplayToReturn(memory, HeldOutputs(memory, outputs), state.baseline);
+  }
+  return state;
+}
+
+namespace {
+
+EntrySide SideOf(const ForwardEnd& end,
+                 const std::vector<std::string>& output_names,
+                 const std::vector<InputSource>& sources) {
+  EntrySide side;
+  side.models = end.models;
+  absl::flat_hash_set<std::string> sourced;
+  for (const InputSource& source : sources) {
+    auto it = end.block_of.find(source.forward_output);
+    if (it == end.block_of.end()) continue;
+    side.input_block[source.input] = it->second;
+    ++side.references[it->second];
+    sourced.insert(source.forward_output);
+  }
+  absl::flat_hash_set<std::string> seen;
+  for (const std::string& name : output_names) {
+    if (sourced.contains(name) || !seen.insert(name).second) continue;
+    auto it = end.block_of.find(name);
+    if (it != end.block_of.end())
+      side.references[it->second] += EntrySide::kHeld;
+  }
+  return side;
+}
+
+}  // namespace
+
+EntryState BackwardEntryState(const ForwardState& forward,
+                              const std::vector<std::string>& output_names,
+                              const std::vector<InputSource>& sources) {
+  return EntryState{SideOf(forward.predicted, output_names, sources),
+                    SideOf(forward.baseline, output_names, sources)};
+}
+
+std::shared_ptr<const CachingAllocatorModel> NextStepStart(
+    const DeviceMemory& backward, const std::vector<std::string>& outputs) {
+  CachingAllocatorModel model;
+  const AllocatorReplay replay = ReplayCachingAllocator(
+      backward.blocks, backward.cached, backward.start.get(), &model);
+  absl::flat_hash_set<int32_t> kept;
+  for (const std::string& name : outputs) {
+    auto it = backward.held_at_end.find(name);
+    if (it == backward.held_at_end.end()) continue;
+    const int32_t handle = replay.handles[it->second];
+    if (handle >= 0 && model.in_use(handle)) kept.insert(handle);
+  }
+  for (int32_t handle : model.InUse()) {
+    if (!kept.contains(handle)) model.Free(handle);
+  }
+  model.EmptyCache();
+  for (int32_t handle : model.InUse()) model.Free(handle);
+  model.ResetStats();
+  return std::make_shared<CachingAllocatorModel>(std::move(model));
+}
+
+EntryReleases::EntryReleases(const EntrySide* side) : side_(side) {
+  if (side_ != nullptr) references_ = side_->references;
+}
+
+bool EntryReleases::Sourced(const std::string& input) const {
+  return side_ != nullptr && side_->input_block.contains(input);
+}
+
+EntryReleases::Release EntryReleases::Free(const std::string& input) {
+  Release release;
+  if (side_ == nullptr) return release;
+  auto it = side_->input_block.find(input);
+  if (it == side_->input_block.end() || !freed_.insert(input).second) {
+    return release;
+  }
+  const auto key = it->second;
+  int64_t& left = references_[key];
+  if (left <= 0 || --left > 0) return release;
+  const auto& [device, model] = side_->models[key.first];
+  release.device = device;
+  release.handle = key.second;
+  release.size = model->size(key.second);
+  return release;
+}
+
+std::shared_ptr<const CachingAllocatorModel> EntryReleases::Start(
+    const std::string& device) const {
+  if (side_ == nullptr) return nullptr;
+  for (const auto& [name, model] : side_->models) {
+    if (name == device) return model;
+  }
+  return nullptr;
+}
+
+}  // namespace memplan

@@ -1,0 +1,150 @@
+// The caching allocator's state at a training backward graph's entry: what
+// its forward graph left. AOTAutograd compiles a training step's forward
+// and backward graphs from one joint graph; the forward returns the user's
+// outputs, then the activations it saves, which the backward takes as
+// inputs and frees one by one. In a step begun with
+// torch.cuda.empty_cache(), the allocator at the backward's entry holds the
+// forward's outputs in blocks of the sizes it gave them (a request may take
+// a larger cached block whole) and the forward's freed intermediates as
+// cached blocks between them; what the backward's requests get, and what
+// its frees return, depends on that layout:
+//
+//   after the forward   [ saved a | free 3 MiB | saved b | user out ]
+//   backward frees a:   [ free: a + 3 MiB      | saved b | user out ]
+//   its next 4 MiB request takes that block whole where the rest is at
+//   most 1 MiB (core/caching_allocator.h): allocated counts all of it
+//
+// The model replays the forward's blocks from an empty cache (with its
+// plan's pools for the predicted peak, default torch.compile's storages
+// for the baseline), frees what the forward's return lets go (every block
+// that holds no output), and starts the backward's replay from there: a
+// backward input sourced to a forward output frees, at its FREE_INPUT,
+// the block holding that output once no other reference remains (the
+// other backward inputs in the block, and never while the block holds an
+// output no backward input is sourced to: a user output, or with pool mode
+// combined the forward's one pool). The forward itself starts, in a step
+// of a training loop after torch.cuda.empty_cache(), from the segments
+// that held the previous step's gradients (NextStepStart).
+#ifndef MEMPLAN_CORE_ENTRY_STATE_H_
+#define MEMPLAN_CORE_ENTRY_STATE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "core/caching_allocator.h"
+#include "core/graph_memory.h"
+#include "core/types.h"
+
+namespace memplan {
+
+// The allocator state one replay of a forward graph leaves.
+struct ForwardEnd {
+  // Per device (the forward timeline's order): its name and the model's
+  // state after the forward returned.
+  std::vector<
+      std::pair<std::string, std::shared_ptr<const CachingAllocatorModel>>>
+      models;
+  // Per output name that holds a block at the return: (index in `models`,
+  // the model's handle of the block).
+  absl::flat_hash_map<std::string, std::pair<size_t, int32_t>> block_of;
+};
+
+// What a forward graph leaves with its plan's pools and without pools.
+struct ForwardState {
+  ForwardEnd predicted;  // with the plan's pools (PlanMemory)
+  ForwardEnd baseline;   // default torch.compile's storages
+};
+
+// Returns the state `forward` (a problem with its timeline, core/
+// inductor/wrapper_memory.h; `plan` a valid plan of it) leaves on each
+// side: each device's blocks replayed from an empty cache (or the
+// timeline's cached blocks), then every block still in use that holds no
+// name of forward.output_names freed (the graph's return drops it), the
+// output names mapped to the blocks holding them (a pool holding an
+// output group: every name of the group). O(k log k) for k blocks.
+ForwardState ForwardEndState(const Problem& forward, const Plan& plan,
+                             const GraphTimeline& timeline,
+                             const std::vector<std::string>& output_names);
+
+// One backward input that is a forward output (v1::InputSource).
+struct InputSource {
+  std::string input;           // the backward's input name
+  std::string forward_output;  // one of the forward's output names
+};
+
+// The entry state of a backward graph on one side: the forward's models
+// and, per block of them the backward's inputs refer to, the references
+// that hold it.
+struct EntrySide {
+  std::vector<
+      std::pair<std::string, std::shared_ptr<const CachingAllocatorModel>>>
+      models;
+  // Per sourced input: (index in `models`, handle) of the block holding
+  // its forward output.
+  absl::flat_hash_map<std::string, std::pair<size_t, int32_t>> input_block;
+  // Per (index in `models`, handle): the sourced inputs referring to it,
+  // plus kHeld for each output in it no input is sourced to.
+  absl::flat_hash_map<std::pair<size_t, int32_t>, int64_t> references;
+  static constexpr int64_t kHeld = int64_t{1} << 40;
+};
+
+// A backward graph's entry state, on both sides.
+struct EntryState {
+  EntrySide predicted;
+  EntrySide baseline;
+};
+
+// Returns the entry state of a backward graph whose inputs `sources`
+// names, given what its forward left (`forward`) and the forward's output
+// names. Sources of outputs that hold no block (the forward's own inputs
+// returned) are left out: their frees return nothing.
+EntryState BackwardEntryState(const ForwardState& forward,
+                              const std::vector<std::string>& output_names,
+                              const std::vector<InputSource>& sources);
+
+// The allocator state the next training step's forward starts from, after
+// this step's backward `backward` (one device's blocks, from its start):
+// every block but the backward's outputs' (the gradients) freed, then
+// torch.cuda.empty_cache() (segments with no block in use released),
+// then the gradients set to None: the segments that held them, free.
+std::shared_ptr<const CachingAllocatorModel> NextStepStart(
+    const DeviceMemory& backward, const std::vector<std::string>& outputs);
+
+// Releases of a backward's freed inputs against one side's entry state,
+// in the order the backward frees them.
+class EntryReleases {
+ public:
+  // `side` may be null (no forward: every input its own block); not owned.
+  explicit EntryReleases(const EntrySide* side);
+
+  // Whether `input` is sourced to a forward output's block.
+  bool Sourced(const std::string& input) const;
+  // The backward lets go of the sourced `input`: when that was the last
+  // reference to its block, (the device's name, the handle, the block's
+  // bytes); else a handle of -1 (nothing returns).
+  struct Release {
+    std::string device;
+    int32_t handle = -1;
+    Bytes size = 0;
+  };
+  Release Free(const std::string& input);
+
+  // Per device name: the model at the entry (null where the forward has
+  // none for it).
+  std::shared_ptr<const CachingAllocatorModel> Start(
+      const std::string& device) const;
+
+ private:
+  const EntrySide* side_;
+  absl::flat_hash_map<std::pair<size_t, int32_t>, int64_t> references_;
+  absl::flat_hash_set<std::string> freed_;  // each input frees once
+};
+
+}  // namespace memplan
+
+#endif  // MEMPLAN_CORE_ENTRY_STATE_H_
