@@ -6,13 +6,18 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/bounds.h"
+#include "core/entry_state.h"
 #include "core/inductor/wrapper_lines.h"
 #include "core/inductor/wrapper_memory.h"
 #include "core/problem.h"
 #include "core/reference_decisions.h"
 #include "core/symbolic/symbolic_plan.h"
+#include "core/validator.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "proto/status_details.h"
 
 namespace memplan {
@@ -507,12 +512,97 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
   return problem;
 }
 
+namespace {
+
+absl::Status Prefixed(absl::string_view prefix, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<ForwardGraphState> ForwardEntryState(
+    const v1::PlanMemoryRequest& request) {
+  const v1::ForwardGraph& forward = request.forward();
+  if (request.events_size() == 0) {
+    return absl::InvalidArgumentError(
+        "forward: only a request with events may carry a forward");
+  }
+  if (forward.request().events_size() == 0) {
+    return absl::InvalidArgumentError("forward.request: events are missing");
+  }
+  if (forward.request().has_forward()) {
+    return absl::InvalidArgumentError(
+        "forward.request.forward: a forward's request carries no forward of "
+        "its own");
+  }
+  PoolLines lines;
+  WrapperProgram program;
+  absl::StatusOr<Problem> problem =
+      RequestToProblem(forward.request(), &lines, &program);
+  if (!problem.ok()) return Prefixed("forward.request.", problem.status());
+  if (!forward.has_plan()) {
+    return absl::InvalidArgumentError("forward.plan: is missing");
+  }
+  absl::StatusOr<Plan> plan = ResponseToPlan(forward.plan());
+  if (!plan.ok()) return Prefixed("forward.plan.", plan.status());
+  if (absl::Status status = ValidatePlan(*problem, *plan); !status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("forward.plan: not a valid plan of forward.request: ",
+                     status.message()));
+  }
+  const std::vector<std::string> outputs(
+      forward.request().output_names().begin(),
+      forward.request().output_names().end());
+  const absl::flat_hash_set<std::string> output_set(outputs.begin(),
+                                                    outputs.end());
+  std::vector<InputSource> sources;
+  absl::flat_hash_set<std::string> inputs;
+  for (int i = 0; i < forward.input_sources_size(); ++i) {
+    const v1::InputSource& wire = forward.input_sources(i);
+    const std::string label = absl::StrCat("forward.input_sources[", i, "]");
+    if (wire.input().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": input is missing"));
+    }
+    if (!inputs.insert(wire.input()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          label, ": input \"", wire.input(), "\" repeats an earlier source"));
+    }
+    if (!output_set.contains(wire.forward_output())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": forward_output \"", wire.forward_output(),
+                       "\" is not one of forward.request.output_names"));
+    }
+    sources.push_back(InputSource{wire.input(), wire.forward_output()});
+  }
+  ForwardGraphState state;
+  state.problem = *std::move(problem);
+  state.plan = *std::move(plan);
+  state.timeline = WholeGraphTimeline(state.problem, &program, &lines);
+  state.outputs = outputs;
+  state.sources = std::move(sources);
+  state.entry = BackwardEntryState(
+      ForwardEndState(state.problem, state.plan, state.timeline, outputs),
+      outputs, state.sources);
+  return state;
+}
+
 absl::StatusOr<ResolvedRequest> ResolveRequest(
     const v1::PlanMemoryRequest& request) {
   ResolvedRequest resolved;
   absl::StatusOr<Problem> problem =
       RequestToProblem(request, &resolved.lines, &resolved.program);
   if (!problem.ok()) return problem.status();
+  std::optional<ForwardGraphState> forward;
+  if (request.has_forward()) {
+    absl::StatusOr<ForwardGraphState> state = ForwardEntryState(request);
+    if (!state.ok()) return state.status();
+    forward = *std::move(state);
+    google::protobuf::io::StringOutputStream stream(&resolved.forward_key);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    request.forward().SerializeToCodedStream(&coded);
+  }
   absl::StatusOr<std::string> strategy =
       StrategyName(request.options().strategy());
   if (!strategy.ok()) return strategy.status();
@@ -523,9 +613,35 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
   resolved.time_budget = *budget;
   resolved.events = request.events_size() > 0;
   const bool lines = !resolved.program.lines.empty();
-  resolved.timeline =
-      WholeGraphTimeline(resolved.problem, lines ? &resolved.program : nullptr,
-                         lines ? &resolved.lines : nullptr);
+  if (!forward) {
+    resolved.timeline = WholeGraphTimeline(resolved.problem,
+                                           lines ? &resolved.program : nullptr,
+                                           lines ? &resolved.lines : nullptr);
+    return resolved;
+  }
+  // The measured step's state: this step's forward and backward replayed
+  // once from an empty cache give the state the next step's forward starts
+  // from (core/entry_state.h NextStepStart); its forward replayed from
+  // there gives the backward's entry.
+  const GraphTimeline first = WholeGraphTimeline(
+      resolved.problem, &resolved.program, &resolved.lines, &forward->entry);
+  const std::vector<std::string> backward_outputs(
+      request.output_names().begin(), request.output_names().end());
+  GraphTimeline next = forward->timeline;
+  for (const DeviceMemory& memory : first.baseline) {
+    const std::shared_ptr<const CachingAllocatorModel> start =
+        NextStepStart(memory, backward_outputs);
+    for (std::vector<DeviceMemory>* side : {&next.unplanned, &next.baseline}) {
+      for (DeviceMemory& device : *side) {
+        if (device.device == memory.device) device.start = start;
+      }
+    }
+  }
+  const EntryState entry = BackwardEntryState(
+      ForwardEndState(forward->problem, forward->plan, next, forward->outputs),
+      forward->outputs, forward->sources);
+  resolved.timeline = WholeGraphTimeline(resolved.problem, &resolved.program,
+                                         &resolved.lines, &entry);
   return resolved;
 }
 

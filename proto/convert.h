@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/entry_state.h"
 #include "core/graph_memory.h"
 #include "core/inductor/wrapper_lines.h"
 #include "core/planner.h"
@@ -89,7 +90,30 @@ struct ResolvedRequest {
   // (core/inductor/wrapper_memory.h WholeGraphTimeline), else of the
   // buffers.
   GraphTimeline timeline;
+  // With a forward (request.forward): its message serialized
+  // deterministically, which the graph hash covers; else empty.
+  std::string forward_key;
 };
+
+// Returns the entry state (core/entry_state.h) of a backward request that
+// carries its forward (request.forward): the forward's request resolved,
+// its plan (forward.plan, validated against it) and the input sources.
+// Returns INVALID_ARGUMENT naming the field: a forward on a request
+// without events; forward.request without events, with a forward of its
+// own, or failing RequestToProblem (`forward.request.<field>`); forward.plan
+// missing, malformed or not a valid plan of it; an input source without an
+// input, repeating one, or whose forward_output is not one of
+// forward.request.output_names.
+struct ForwardGraphState {
+  Problem problem;
+  Plan plan;
+  GraphTimeline timeline;
+  std::vector<std::string> outputs;
+  std::vector<InputSource> sources;
+  EntryState entry;
+};
+absl::StatusOr<ForwardGraphState> ForwardEntryState(
+    const v1::PlanMemoryRequest& request);
 
 // Returns `context` with the wrapper lines of `resolved` attached
 // (PlanContext::wrapper_program and wrapper_lines, for strategies "reuse"
@@ -99,7 +123,12 @@ PlanContext WithWrapperLines(const ResolvedRequest& resolved,
                              PlanContext context);
 
 // Returns RequestToProblem(request) with StrategyName and TimeBudget of its
-// options, or the first of their INVALID_ARGUMENT errors.
+// options and its timeline, or the first of their INVALID_ARGUMENT errors
+// (ForwardEntryState's too). With a forward (request.forward) the
+// timeline starts from the state the forward leaves in a training step
+// whose forward began from the previous step's gradient segments
+// (core/entry_state.h: the step replayed once with default's backward,
+// NextStepStart, then the forward again, BackwardEntryState).
 absl::StatusOr<ResolvedRequest> ResolveRequest(
     const v1::PlanMemoryRequest& request);
 

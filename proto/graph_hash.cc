@@ -192,10 +192,21 @@ absl::uint128 GraphHashDigest(const Problem& problem,
 }
 
 absl::uint128 GraphHashDigest(const ResolvedRequest& resolved) {
-  return GraphHashDigest(
-      resolved.problem, resolved.strategy, resolved.time_budget,
-      resolved.events ? &resolved.lines : nullptr,
-      resolved.program.lines.empty() ? nullptr : &resolved.program);
+  const PoolLines* lines = resolved.events ? &resolved.lines : nullptr;
+  const WrapperProgram* program =
+      resolved.program.lines.empty() ? nullptr : &resolved.program;
+  if (resolved.forward_key.empty()) {
+    return GraphHashDigest(resolved.problem, resolved.strategy,
+                           resolved.time_budget, lines, program);
+  }
+  // A backward with its forward: the forward decides the whole-graph stats
+  // and, for strategy auto, the plan.
+  std::string input = GraphHashInput(resolved.problem, resolved.strategy,
+                                     resolved.time_budget, lines, program);
+  absl::StrAppend(&input, "\nforward ", resolved.forward_key.size(), " ",
+                  resolved.forward_key);
+  const XXH128_hash_t hash = XXH3_128bits(input.data(), input.size());
+  return absl::MakeUint128(hash.high64, hash.low64);
 }
 
 std::string GraphHashHex(absl::uint128 digest) {

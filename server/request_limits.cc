@@ -40,6 +40,19 @@ absl::Status CheckRequestLimits(const v1::PlanMemoryRequest& request,
     return OverLimit("nodes.writes", "buffers (node writes)", writes,
                      limits.max_buffers, "max_buffers");
   }
+  // A backward's forward: its events count against the same limit, and
+  // its plan's assignments against max_buffers.
+  const v1::ForwardGraph& forward = request.forward();
+  if (forward.request().events_size() > limits.max_events) {
+    return OverLimit("forward.request.events", "events in its forward",
+                     forward.request().events_size(), limits.max_events,
+                     "max_events");
+  }
+  if (forward.plan().assignments_size() > limits.max_buffers) {
+    return OverLimit(
+        "forward.plan.assignments", "assignments in its forward's plan",
+        forward.plan().assignments_size(), limits.max_buffers, "max_buffers");
+  }
   return absl::OkStatus();
 }
 

@@ -33,7 +33,9 @@ struct RequestLimits {
 // it (e.g. "the request has 120000 buffers; this server accepts at most
 // 100000 (--max_buffers)"), with a google.rpc.QuotaFailure payload
 // (proto/status_details.h) whose subject is the field ("buffers",
-// "events", "nodes", "nodes.writes"). Counts only: O(nodes).
+// "events", "nodes", "nodes.writes", "forward.request.events" and
+// "forward.plan.assignments": a backward's forward counts against the
+// same limits). Counts only: O(nodes).
 absl::Status CheckRequestLimits(const v1::PlanMemoryRequest& request,
                                 const RequestLimits& limits);
 

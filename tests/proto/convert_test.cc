@@ -4,6 +4,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/bounds.h"
@@ -386,6 +388,126 @@ TEST(RequestToProblemTest, TimeBudgetThatIsNoDuration) {
   ExpectInvalid(WithTimeBudget(1, -1), {"options.time_budget", "nanos"});
   ExpectInvalid(WithTimeBudget(0, 1000000000),
                 {"options.time_budget", "nanos"});
+}
+
+// A training step in events: the forward saves a (3 MiB) and returns u;
+// the backward frees x, which is a, and allocates g.
+v1::Event EventOf(v1::EventKind kind, const std::string& name,
+                  int64_t bytes = -1) {
+  v1::Event event;
+  event.set_kind(kind);
+  event.set_name(name);
+  if (bytes >= 0) event.set_size_bytes(bytes);
+  if (kind != v1::EVENT_KIND_FREE_IF_NOT_REUSED) event.set_device("cuda:0");
+  return event;
+}
+
+v1::PlanMemoryRequest BackwardWithForward() {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  v1::PlanMemoryRequest forward;
+  for (const v1::Event& event :
+       {EventOf(v1::EVENT_KIND_ALLOCATE, "a", 3 * kMiB),
+        EventOf(v1::EVENT_KIND_ALLOCATE, "t", 5 * kMiB),
+        EventOf(v1::EVENT_KIND_OTHER, ""),
+        EventOf(v1::EVENT_KIND_FREE_IF_NOT_REUSED, "t"),
+        EventOf(v1::EVENT_KIND_ALLOCATE, "u", 2 * kMiB),
+        EventOf(v1::EVENT_KIND_OTHER, "")}) {
+    *forward.add_events() = event;
+  }
+  forward.add_output_names("a");
+  forward.add_output_names("u");
+  v1::PlanMemoryRequest backward;
+  for (const v1::Event& event :
+       {EventOf(v1::EVENT_KIND_FREE_INPUT, "x", 0),
+        EventOf(v1::EVENT_KIND_OTHER, ""),
+        EventOf(v1::EVENT_KIND_ALLOCATE, "g", 4 * kMiB),
+        EventOf(v1::EVENT_KIND_OTHER, "")}) {
+    *backward.add_events() = event;
+  }
+  backward.add_output_names("g");
+  v1::ForwardGraph& graph = *backward.mutable_forward();
+  *graph.mutable_request() = forward;
+  v1::InputSource& source = *graph.add_input_sources();
+  source.set_input("x");
+  source.set_forward_output("a");
+  // Each group (a, t, u) in a pool of its own.
+  for (const auto& [name, bytes] :
+       {std::pair<const char*, int64_t>{"pool0", 3 * kMiB},
+        {"pool1", 5 * kMiB},
+        {"pool2", 2 * kMiB}}) {
+    v1::Pool& pool = *graph.mutable_plan()->add_pools();
+    pool.set_name(name);
+    pool.set_device("cuda:0");
+    pool.set_size_bytes(bytes);
+    v1::Assignment& assignment = *graph.mutable_plan()->add_assignments();
+    assignment.set_pool(name);
+    assignment.set_offset(0);
+  }
+  return backward;
+}
+
+TEST(ResolveRequestTest, ABackwardStartsFromWhatItsForwardLeaves) {
+  const absl::StatusOr<ResolvedRequest> resolved =
+      ResolveRequest(BackwardWithForward());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_FALSE(resolved->forward_key.empty());  // the graph hash covers it
+  for (const std::vector<DeviceMemory>* side :
+       {&resolved->timeline.unplanned, &resolved->timeline.baseline}) {
+    ASSERT_EQ(side->size(), 1u);
+    EXPECT_NE((*side)[0].start, nullptr);
+    // x's free returns a's block of the forward.
+    int freed = 0;
+    for (const MemoryBlock& block : (*side)[0].blocks) {
+      freed += block.freed_input && block.start_block >= 0;
+    }
+    EXPECT_EQ(freed, 1);
+  }
+}
+
+TEST(ResolveRequestTest, AForwardThatCannotBeReadNamesTheField) {
+  auto expect = [](const v1::PlanMemoryRequest& request, const char* part) {
+    const absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+    ASSERT_FALSE(resolved.ok()) << part;
+    EXPECT_EQ(resolved.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(resolved.status().message()), HasSubstr(part));
+  };
+  v1::PlanMemoryRequest request = BackwardWithForward();
+  request.mutable_forward()
+      ->mutable_request()
+      ->mutable_events(1)
+      ->clear_size_bytes();
+  expect(request, "forward.request.events[1] (\"t\")");
+
+  request = BackwardWithForward();
+  const v1::ForwardGraph nested = request.forward();
+  *request.mutable_forward()->mutable_request()->mutable_forward() = nested;
+  expect(request,
+         "forward.request.forward: a forward's request carries no "
+         "forward of its own");
+
+  request = BackwardWithForward();
+  request.mutable_forward()->clear_plan();
+  expect(request, "forward.plan: is missing");
+
+  request = BackwardWithForward();
+  request.mutable_forward()->mutable_plan()->mutable_pools(0)->set_size_bytes(
+      1024);
+  expect(request, "forward.plan: ");
+
+  request = BackwardWithForward();
+  request.mutable_forward()->mutable_input_sources(0)->set_forward_output("t");
+  expect(request,
+         "forward.input_sources[0]: forward_output \"t\" is not "
+         "one of forward.request.output_names");
+
+  request = BackwardWithForward();
+  const v1::InputSource again = request.forward().input_sources(0);
+  *request.mutable_forward()->add_input_sources() = again;
+  expect(request, "forward.input_sources[1]: input \"x\" repeats");
+
+  request = BackwardWithForward();
+  request.mutable_forward()->mutable_request()->clear_events();
+  expect(request, "forward.request: events are missing");
 }
 
 TEST(TimeBudgetTest, DefaultsTo100Milliseconds) {

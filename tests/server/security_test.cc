@@ -344,6 +344,19 @@ TEST(LimitsTest, EachCountLimitIsResourceExhaustedNamingIt) {
               HasSubstr("this server accepts at most 6 (--max_events)"));
   ASSERT_EQ(QuotaViolationsOf(too_many_events).size(), 1u);
   EXPECT_EQ(QuotaViolationsOf(too_many_events)[0].subject, "events");
+  // A backward's forward counts against the same limit.
+  v1::PlanMemoryRequest backward;
+  for (int i = 0; i < 2; ++i)
+    backward.add_events()->set_kind(v1::EVENT_KIND_OTHER);
+  *backward.mutable_forward()->mutable_request() = events;
+  const absl::Status too_many_forward = client.PlanMemory(backward).status();
+  EXPECT_EQ(too_many_forward.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(too_many_forward.message()),
+              HasSubstr("events in its forward; this server accepts at most 6 "
+                        "(--max_events)"));
+  ASSERT_EQ(QuotaViolationsOf(too_many_forward).size(), 1u);
+  EXPECT_EQ(QuotaViolationsOf(too_many_forward)[0].subject,
+            "forward.request.events");
 
   // Nodes: their count, and their writes as buffers.
   v1::PlanMemoryRequest nodes;
