@@ -616,10 +616,31 @@ class ForwardToBackwardTest(unittest.TestCase):
             example_inputs=[ExampleInput(k, 1000 * (k + 1))
                             for k in range(len(inputs))])
         lines = [FreeLine(InputNode(n)) for n in inputs]
+        sent = pb.PlanMemoryRequest(
+            events=[pb.Event(kind=pb.EVENT_KIND_ALLOCATE, name="buf1")],
+            output_names=["buf3", "buf9", "buf11", "buf15", "primals_1"])
+        answer = pb.PlanMemoryResponse(
+            pools=[pb.Pool(name="pool0", device="cuda:0", size_bytes=8192)],
+            assignments=[pb.Assignment(pool="pool0", offset=0)],
+            stats=pb.PlanStats(planner="partition"))
         with mock.patch.dict("sys.modules", inductor_modules()):
             self.assertIsNone(hook.GraphMemory(forward, []).forward)
-            hook._note_forward_pools(forward, groups, placement)
+            hook._note_forward_pools(forward, groups, placement, sent, answer)
             memory = hook.GraphMemory(backward, lines)
+        # The backward's request carries the forward's and, per input that
+        # is a forward output, the buffer it is (primals_2: the copy buf15;
+        # primals_1: returned as it is, the forward's own input).
+        graph = hook.forward_graph(memory.forward, inputs)
+        self.assertEqual(graph.request, sent)
+        # The plan: pools and assignments (what the service reads).
+        self.assertEqual(graph.plan, pb.PlanMemoryResponse(
+            pools=answer.pools, assignments=answer.assignments))
+        self.assertEqual([(s.input, s.forward_output)
+                          for s in graph.input_sources],
+                         [("relu", "buf3"), ("mul", "buf11"),
+                          ("primals_2", "buf15"), ("primals_1", "primals_1")])
+        # A forward that sent buffers, not events: nothing to replay.
+        self.assertIsNone(hook.forward_graph(hook.ForwardOutputs(), inputs))
         self.assertEqual([memory.input_free(line)["size_bytes"]
                           for line in lines],
                          # relu: pool 0 is held by addmm; mul: pool 1;

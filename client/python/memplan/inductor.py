@@ -239,12 +239,22 @@ class ForwardOutputs:
     (saved_output_pools). A pool's storage returns to the allocator when
     its last view dies: at the backward's free of the last of its outputs,
     or never in the backward where an output the backward does not get
-    (a user output) is one of them."""
+    (a user output) is one of them.
+
+    request: the PlanMemoryRequest the forward sent (events; None where it
+    sent none); plan: the service's PlanMemoryResponse to it, pools and
+    assignments only; buffer_of: output FX name -> the buffer Inductor
+    returns for it (_forward_output_buffers). Its backward's request
+    carries them (ForwardGraph), so the service starts the backward's peaks
+    from the allocator state the forward leaves."""
 
     def __init__(self, copies=()):
         self.copies = set(copies)
         self.pool_of = {}
         self.pool_bytes = {}
+        self.request = None
+        self.plan = None
+        self.buffer_of = {}
 
     def pool_members(self, pool):
         return {name for name, index in self.pool_of.items()
@@ -345,9 +355,11 @@ def _is_training_forward(graph):
                                                      True)
 
 
-def _note_forward_pools(graph, groups, placement):
+def _note_forward_pools(graph, groups, placement, request, response):
     """A training forward planned by the service: notes which pool each of
-    its outputs came from (saved_output_pools), for its backward."""
+    its outputs came from (saved_output_pools) and, where it sent events,
+    its request, the plan (`response`) and the buffer each output is
+    (ForwardOutputs), for its backward."""
     if not _is_training_forward(graph):
         return
     try:
@@ -358,10 +370,36 @@ def _note_forward_pools(graph, groups, placement):
     except Exception as error:  # never a reason to fail the plan
         log.warning("memplan: cannot read the forward's outputs: %s", error)
         return
+    buffer_of = {}
+    if len(output_args) == len(output_buffers):
+        buffer_of = {name: str(buffer) for (name, _), buffer in
+                     zip(output_args, output_buffers)
+                     if name and buffer is not None}
+    sent = request if request.events else None
+    plan = pb.PlanMemoryResponse(pools=response.pools,
+                                 assignments=response.assignments)
 
     def update(record):
         record.pool_of, record.pool_bytes = pool_of, pool_bytes
+        record.request, record.plan = sent, plan
+        record.buffer_of = buffer_of
     _note_forward(graph.graph_id, update)
+
+
+def forward_graph(forward, input_names):
+    """The ForwardGraph of a backward graph whose inputs are `input_names`
+    (V.graph.graph_input_names) and whose forward noted `forward`
+    (ForwardOutputs): its request, its plan and, per input that is one of
+    its outputs, the buffer it is; None where the forward sent no events."""
+    if forward is None or forward.request is None or forward.plan is None:
+        return None
+    outputs = set(forward.request.output_names)
+    sources = [pb.InputSource(input=name,
+                              forward_output=forward.buffer_of[name])
+               for name in input_names
+               if forward.buffer_of.get(name) in outputs]
+    return pb.ForwardGraph(request=forward.request, input_sources=sources,
+                           plan=forward.plan)
 
 
 class GraphMemory:
@@ -1087,8 +1125,9 @@ def _install_cache_key(state):
 # requests it sends do (so that Inductor's compiled-graph cache does not
 # serve a plan made from what an earlier hook sent). 5: a training
 # backward's frees of its forward's copies and pools (ForwardOutputs); 6:
-# extern kernels' workspaces (Event.workspace_bytes).
-_CODEGEN_VERSION = 6
+# extern kernels' workspaces (Event.workspace_bytes); 7: a training
+# backward's request carries its forward's (ForwardGraph).
+_CODEGEN_VERSION = 7
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
@@ -1329,6 +1368,11 @@ def _allocate_from_service(state, planner):
     if state.entry_cache and _graph_phase(mp) == "inference":
         request.cached_blocks.extend(_entry_cache(
             {str(allocation.device) for allocation in allocations}))
+    if request.events and memory is not None:
+        forward = forward_graph(memory.forward, getattr(
+            mp.V.graph, "graph_input_names", []))
+        if forward is not None:
+            request.forward.CopyFrom(forward)
     response = state.client.plan(request)
 
     placement = read_placement(
@@ -1337,7 +1381,7 @@ def _allocate_from_service(state, planner):
         allocate_lines if request is not buffers_request else None)
     sizes, offsets = _expressions(placement, allocations)
     _build_pools(state, planner, placement, allocations, sizes, offsets)
-    _note_forward_pools(mp.V.graph, groups, placement)
+    _note_forward_pools(mp.V.graph, groups, placement, request, response)
     return {
         "source": "service",
         "input": "buffers" if request is buffers_request else "events",
