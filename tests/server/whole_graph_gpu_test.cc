@@ -59,39 +59,34 @@ struct KnownGap {
   const char* cause;
 };
 
-// Causes, measured on the H200 (docs/gpu.md, "Run W", has the numbers).
-constexpr char kAllocatorState[] =
-    "the caching allocator's state at the backward's entry: in run X, a "
-    "later step's line trace (its cache warm from earlier steps) peaks "
-    "where the prediction does (resnet18 13.61 MiB, mobilenet_v3_large "
-    "7.50, densenet121 7.15, vit_b_16 37.18: within 0.1%), but the measured "
-    "step, begun with torch.cuda.empty_cache(), peaks 0.6-0.9 MiB off it "
-    "(blocks handed out whole, their rest not split off, from the forward's "
-    "freed blocks, which no compile-time snapshot of a training graph "
-    "shows)";
-constexpr char kResnet50Backward[] =
-    "predicted 1.25 MiB above the line trace's peak too (13.38 MiB against "
-    "12.13 traced, 11.94 measured), at a later convolution backward than "
-    "the trace's: in part its saved activations' frees, which return the "
-    "caching allocator's blocks, up to 0.28 MiB larger than their storages "
-    "(blocks the forward got whole from the cache): 1.1 MiB more freed than "
-    "the request says by its largest workspace (buf91); the rest not "
-    "diagnosed";
+// Causes, measured on the H200 (docs/gpu.md, "Run F", has the numbers).
+// Since the backward's request carries its forward (ForwardGraph) the
+// model starts a backward from the allocator state its forward leaves in
+// the measured step (core/entry_state.h), which closed the gaps of
+// densenet121's, mobilenet_v3_large's and vit_b_16's backward graphs and
+// resnet50's in partition and default.
+constexpr char kResnet18Backward[] =
+    "0.5 MiB under on 14.3 MiB, default and partition alike (run F), with "
+    "the forward's state and the previous step's gradient segments "
+    "modelled: not diagnosed (a memory snapshot at the backward's entry "
+    "would show which blocks differ)";
+constexpr char kCombinedBackward[] =
+    "pool mode combined: the forward's one pool holds every saved "
+    "activation until the backward returns; the backward's own pool is "
+    "placed among the forward's freed blocks differently than modelled "
+    "(resnet50 2.6 MiB over on 113.5 MiB): not diagnosed";
 constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
 
 constexpr KnownGap kKnownGaps[] = {
-    {"resnet18.training.1", 0.06, kAllocatorState},
-    {"resnet50.training.1", 0.13, kResnet50Backward},
-    {"densenet121.training.1", 0.08, kAllocatorState},
-    {"mobilenet_v3_large.training.1", 0.09, kAllocatorState},
-    {"vit_b_16.training.1", 0.03, kAllocatorState},
+    {"resnet18.training.1", 0.05, kResnet18Backward},
+    {"resnet50.training.1", 0.03, kCombinedBackward},
     // swin_t compiles differently from run to run; default's measured peak
-    // of its backward was 22.2 MiB in run W, 20.69 in run X (baseline 2.9%
-    // under run X's line trace).
-    {"swin_t.training.1", 0.04, kUndiagnosed},
+    // of its backward was 22.2 MiB in run W, 20.69 in run X, 21.0 in run F
+    // (baseline 6.8% over, partition 3.3% under).
+    {"swin_t.training.1", 0.08, kUndiagnosed},
     // t5's first backward graph in call order, pool mode combined: 0.3 MiB
     // over on 16 MiB.
-    {"t5.training.4", 0.02, kUndiagnosed},
+    {"t5.training.4", 0.02, kCombinedBackward},
 };
 
 constexpr double kTarget = 0.01;  // issue 20: within 1%
@@ -149,10 +144,11 @@ class WholeGraphGpuTest : public testing::Test {
 
   // The service's plan of `graph` in `configuration`, validated: the
   // request as the configuration sent it (its cached blocks, if any, with
-  // `cached`; none without).
-  static v1::PlanMemoryResponse PlanAs(const CapturedGraph& graph,
-                                       const std::string& configuration,
-                                       bool cached = true) {
+  // `cached`; none without). A backward's forward is planned as
+  // `forward_configuration` did (empty: `configuration`).
+  static v1::PlanMemoryResponse PlanAs(
+      const CapturedGraph& graph, const std::string& configuration,
+      bool cached = true, const std::string& forward_configuration = "") {
     auto own = graph.memplan_requests.find(configuration);
     v1::PlanMemoryRequest request =
         own != graph.memplan_requests.end() ? own->second : graph.request;
@@ -160,6 +156,24 @@ class WholeGraphGpuTest : public testing::Test {
     request.mutable_options()->set_strategy(how.strategy);
     request.mutable_options()->set_pool_mode(how.pool_mode);
     request.clear_cached_blocks();
+    if (request.has_forward()) {
+      // A backward carries its forward's request as the configuration sent
+      // it and the plan the service answered (ForwardGraph), as the hook
+      // sends them.
+      v1::ForwardGraph& forward = *request.mutable_forward();
+      const Configuration& forward_how = Configurations().at(
+          forward_configuration.empty() ? configuration
+                                        : forward_configuration);
+      forward.mutable_request()->mutable_options()->set_strategy(
+          forward_how.strategy);
+      forward.mutable_request()->mutable_options()->set_pool_mode(
+          forward_how.pool_mode);
+      absl::StatusOr<v1::PlanMemoryResponse> plan =
+          client_->PlanMemory(forward.request());
+      EXPECT_TRUE(plan.ok()) << graph.name << " " << configuration
+                             << " forward: " << plan.status();
+      if (plan.ok()) *forward.mutable_plan() = *std::move(plan);
+    }
     if (auto it = graph.memplan_cached_blocks.find(configuration);
         cached && it != graph.memplan_cached_blocks.end()) {
       request.mutable_cached_blocks()->Assign(it->second.begin(),
@@ -262,8 +276,15 @@ TEST_F(WholeGraphGpuTest, PartitionPredictsNoMoreThanBaselineOrTheModes) {
     const v1::PlanMemoryResponse partition = PlanAs(graph, "partition");
     const v1::PlanStats& stats = partition.stats();
     EXPECT_EQ(stats.planner(), "partition") << graph.name;
-    EXPECT_TRUE(
-        Within(stats.predicted_peak_bytes(), stats.baseline_peak_bytes()))
+    // A backward with its forward starts its baseline from what default's
+    // forward leaves and its plan from what the forward's plan leaves
+    // (core/entry_state.h), which the backward's planner cannot change
+    // (densenet121's backward: 7.7 MiB measured with partition's forward,
+    // 7.2 with default's, as predicted): its plan is held to the modes'
+    // plans from the same forward plan below.
+    const bool own_entry = graph.request.has_forward();
+    EXPECT_TRUE(own_entry || Within(stats.predicted_peak_bytes(),
+                                    stats.baseline_peak_bytes()))
         << graph.name << ": " << stats.predicted_peak_bytes() << " B against "
         << stats.baseline_peak_bytes();
     above_baseline +=
@@ -273,7 +294,8 @@ TEST_F(WholeGraphGpuTest, PartitionPredictsNoMoreThanBaselineOrTheModes) {
         << graph.name;
     // The modes that keep outputs in pools of their own, as partition does.
     for (const char* mode : {"intermediates", "none"}) {
-      const int64_t theirs = PlanAs(graph, mode).stats().predicted_peak_bytes();
+      const int64_t theirs =
+          PlanAs(graph, mode, true, "partition").stats().predicted_peak_bytes();
       EXPECT_TRUE(Within(stats.predicted_peak_bytes(), theirs))
           << graph.name << " against pool mode " << mode << ": "
           << stats.predicted_peak_bytes() << " B against " << theirs;
@@ -283,18 +305,24 @@ TEST_F(WholeGraphGpuTest, PartitionPredictsNoMoreThanBaselineOrTheModes) {
     // partition's output pools each may hold a rest the allocator does not
     // split off (at most 1 MiB): at most that much per pool more.
     EXPECT_LE(stats.predicted_peak_bytes(),
-              PlanAs(graph, "combined").stats().predicted_peak_bytes() +
+              PlanAs(graph, "combined", true, "partition")
+                      .stats()
+                      .predicted_peak_bytes() +
                   (int64_t{1} << 20) * partition.pools_size())
         << graph.name << " against pool mode combined";
     // In pool mode none (no pool grows past its first buffer) auto
     // partitions too: within kSlack of the baseline and of the pools of
     // least bytes in that mode.
-    const v1::PlanStats none = PlanAs(graph, "partition_none").stats();
+    const v1::PlanStats none =
+        PlanAs(graph, "partition_none", true, "partition").stats();
     EXPECT_EQ(none.planner(), "partition") << graph.name;
-    EXPECT_TRUE(Within(none.predicted_peak_bytes(), none.baseline_peak_bytes()))
+    EXPECT_TRUE(own_entry ||
+                Within(none.predicted_peak_bytes(), none.baseline_peak_bytes()))
         << graph.name;
     EXPECT_TRUE(Within(none.predicted_peak_bytes(),
-                       PlanAs(graph, "none").stats().predicted_peak_bytes()))
+                       PlanAs(graph, "none", true, "partition")
+                           .stats()
+                           .predicted_peak_bytes()))
         << graph.name;
     // Reserved bytes: reported, not bounded (the candidates partition
     // chooses among need not include one at the baseline's).
