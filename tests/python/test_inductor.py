@@ -655,6 +655,33 @@ class ForwardToBackwardTest(unittest.TestCase):
         self.assertEqual([memory.input_free(line)["size_bytes"]
                           for line in lines], [1000, 2000, 0, 0, 0])
 
+    def test_only_the_latest_forwards_keep_their_requests(self):
+        kept = hook._FORWARD_REQUESTS_KEPT
+
+        def noting(k):
+            def update(record):
+                record.request = pb.PlanMemoryRequest(output_names=[str(k)])
+                record.plan = pb.PlanMemoryResponse()
+            return update
+        keys = [("requests kept", k) for k in range(kept + 3)]
+        with hook._forward_outputs_lock:  # other tests' records aside
+            others = dict(hook._forward_outputs)
+            hook._forward_outputs.clear()
+        try:
+            for key in keys:
+                hook._note_forward(key, noting(key[1]))
+            with hook._forward_outputs_lock:
+                records = [hook._forward_outputs[key] for key in keys]
+            self.assertEqual([r.request is None for r in records],
+                             [True] * 3 + [False] * kept)
+            self.assertIsNone(records[0].plan)
+            # The other fields stay (a backward's frees need them).
+            self.assertEqual(records[0].copies, set())
+        finally:
+            with hook._forward_outputs_lock:
+                hook._forward_outputs.clear()
+                hook._forward_outputs.update(others)
+
 
 class OpOverload:
     """torch._ops.OpOverload's str()."""

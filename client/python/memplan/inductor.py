@@ -263,10 +263,13 @@ class ForwardOutputs:
 
 # Forward graph id (GraphLowering.graph_id: AOTAutograd's id, the same for a
 # forward and its backward) -> its ForwardOutputs, for its backward graph.
-# The most recent _FORWARDS_KEPT forwards are kept.
+# The most recent _FORWARDS_KEPT forwards are kept, the requests and plans
+# (ForwardGraph, up to megabytes each) of the most recent
+# _FORWARD_REQUESTS_KEPT only: a backward compiles right after its forward.
 _forward_outputs = {}
 _forward_outputs_lock = threading.Lock()
 _FORWARDS_KEPT = 4096
+_FORWARD_REQUESTS_KEPT = 64
 
 
 def _note_forward(key, update):
@@ -277,6 +280,10 @@ def _note_forward(key, update):
         _forward_outputs[key] = record
         while len(_forward_outputs) > _FORWARDS_KEPT:
             _forward_outputs.pop(next(iter(_forward_outputs)))
+        with_requests = [r for r in _forward_outputs.values()
+                         if r.request is not None]
+        for old in with_requests[:-_FORWARD_REQUESTS_KEPT]:
+            old.request = old.plan = None
 
 
 def saved_output_pools(output_args, output_buffers, group_names, offsets,
