@@ -167,6 +167,12 @@ def parse_args():
                         "statement of every compiled graph's wrapper code "
                         "records the memory allocated after it and the "
                         "peak within it (LineTraces; diagnosis)")
+    parser.add_argument("--entry-snapshots", action="store_true",
+                        help="memory runs: record the caching allocator's "
+                        "segments (torch.cuda.memory_snapshot(): each "
+                        "block's size and state) at every compiled graph's "
+                        "entry in the step that measures the graphs "
+                        "(GraphCalls; diagnosis)")
     parser.add_argument("--worker", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
@@ -262,6 +268,8 @@ def run_driver(args):
             command.append("--profile")
         if args.trace_lines:
             command.append("--trace-lines")
+        if args.entry_snapshots:
+            command.append("--entry-snapshots")
         begin = time.time()
         with open(os.path.join(workers_dir, name + ".log"), "w") as log:
             process = subprocess.Popen(command, env=env, stdout=log,
@@ -925,12 +933,16 @@ class GraphCalls:
     inference graph): while `measuring`, records per call the peak allocated
     and reserved above the graph's entry (peak statistics reset at entry,
     read at return) and the allocator calls the graph made
-    (allocation.all.allocated)."""
+    (allocation.all.allocated); with `snapshots`, also the allocator's
+    segments at the entry: per segment [pool ("small" or "large"), bytes,
+    [[block bytes, state ("active_allocated", "inactive", ...)], ...]] in
+    address order."""
 
-    def __init__(self, torch):
+    def __init__(self, torch, snapshots=False):
         from torch._inductor.output_code import CompiledFxGraph
         self.torch = torch
         self.measuring = False
+        self.snapshots = snapshots
         self.calls = []
         original = CompiledFxGraph.__call__
         graph_calls = self
@@ -939,6 +951,14 @@ class GraphCalls:
             if not graph_calls.measuring:
                 return original(graph, inputs)
             cuda = graph_calls.torch.cuda
+            entry = None
+            if graph_calls.snapshots:
+                entry = [[segment.get("segment_type", ""),
+                          segment["total_size"],
+                          [[block["size"], block["state"]]
+                           for block in segment["blocks"]]]
+                         for segment in sorted(cuda.memory_snapshot(),
+                                               key=lambda s: s["address"])]
             cuda.reset_peak_memory_stats()
             base = cuda.memory_allocated()
             base_reserved = cuda.memory_reserved()
@@ -952,7 +972,9 @@ class GraphCalls:
                     "peak": cuda.max_memory_allocated() - base,
                     "reserved": cuda.max_memory_reserved() - base_reserved,
                     "calls": cuda.memory_stats().get(
-                        "allocation.all.allocated", 0) - base_calls})
+                        "allocation.all.allocated", 0) - base_calls,
+                    **({"entry_segments": entry} if entry is not None
+                       else {})})
 
         CompiledFxGraph.__call__ = call
 
@@ -1476,7 +1498,7 @@ def run_worker(args):
     model, inputs, loss_of, forward, dynamic = build(torch, args.model,
                                                      args.mode)
     params = [p for p in model.parameters() if p.requires_grad]
-    calls = GraphCalls(torch)
+    calls = GraphCalls(torch, snapshots=args.entry_snapshots)
     traces = LineTraces(torch) if args.trace_lines else None
 
     step = stepper(torch, model, inputs, loss_of, params, training)
