@@ -103,6 +103,11 @@ class CachingAllocatorModel {
   // Whether the block `handle` is in use.
   bool in_use(int32_t handle) const { return blocks_[handle].in_use; }
 
+  // The size in bytes of the largest free block of the large pool (0: none).
+  Bytes LargestFree() const {
+    return large_.empty() ? 0 : std::get<0>(*large_.rbegin());
+  }
+
   bool created_segment() const { return created_segment_; }
   const CachingAllocatorStats& stats() const { return stats_; }
 

@@ -46,7 +46,14 @@ namespace memplan {
 //      (ForwardGraph): the whole-graph model, and with it strategy
 //      "partition"'s choice, starts the backward from the allocator state
 //      the forward leaves in a training step (core/entry_state.h).
-inline constexpr uint32_t kPlannerVersion = 10;
+//   11: strategy "partition" replans a sharing candidate whose allocator
+//      replay is above the lowest peak's slack under a target lowered by
+//      the excess (the tree counts rounded bytes, the allocator charges a
+//      cached block whole where it does not split the rest); from an
+//      entry state, pools capped at the entry's largest free block (and
+//      half, a quarter); among candidates with at most 1/8 more pools of
+//      intermediates than the fewest, the least reserved bytes.
+inline constexpr uint32_t kPlannerVersion = 11;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

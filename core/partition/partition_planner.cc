@@ -33,6 +33,14 @@ constexpr int kMaxReplays = 32;
 constexpr int kCaps = 4;
 constexpr Bytes kPeakSlack = 256;
 constexpr Bytes kReservedSlack = 32;
+// Replans of a sharing candidate under a lowered target (Shape::target_cut).
+constexpr int kTightenings = 3;
+// Pool caps from an entry state: its largest free block down to this
+// fraction of it, halving.
+constexpr Bytes kEntryCapDivisor = 4;
+// Candidates with at most 1/kPoolSlack more pools of intermediates than
+// the fewest count as few: among them the least reserved bytes win.
+constexpr size_t kPoolSlack = 8;
 
 // How one device's pools are built (one candidate of the device's plan).
 struct Shape {
@@ -48,6 +56,10 @@ struct Shape {
   // and allocator calls, but for the outputs, which keep pools of their
   // own); with sharing, the chain first where it keeps the target.
   bool reuse_chains = false;
+  // Bytes the target is lowered by (the tightening in PlanProblem): the
+  // pools are placed under the peak with one pool per buffer, as the
+  // tree counts it, less this many bytes.
+  Bytes target_cut = 0;
 };
 
 // The positions of one device where the memory in use can change, sorted:
@@ -125,6 +137,7 @@ class DevicePartition {
         tree_(InitialLoad(unplanned)),
         pool_of_(problem.buffers.size(), -1) {
     target_ = axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots());
+    target_ -= std::min(target_, shape_.target_cut);
   }
 
   // Places every buffer; returns the pools (members and offsets set in
@@ -275,6 +288,12 @@ class DevicePartition {
   }
 
   const std::vector<PoolState>& pools() const { return pools_; }
+  // The pools that hold intermediates (not an output's or a data-dependent
+  // buffer's own).
+  size_t intermediate_pools() const {
+    return std::count_if(pools_.begin(), pools_.end(),
+                         [](const PoolState& pool) { return !pool.fixed; });
+  }
   // The predicted peak of the pools built (bytes above the entry, as
   // WholeGraphPeaks counts it), as ShareSegments leaves them.
   Bytes peak() const { return peak_; }
@@ -606,6 +625,19 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
         shapes.push_back(Shape{cap, true});
       }
     }
+    // From an entry state (a training backward's, core/entry_state.h) the
+    // forward's freed blocks are cached, and default's storages fit them
+    // where a larger pool takes a new segment: pools capped at the largest
+    // free block of the entry and at half and a quarter of it.
+    if (problem.pool_mode == PoolMode::kIntermediates && unplanned != nullptr &&
+        unplanned->start != nullptr) {
+      const Bytes free = unplanned->start->LargestFree();
+      for (Bytes cap = free; cap > CachingAllocatorModel::kSmallSize &&
+                             cap >= free / kEntryCapDivisor;
+           cap /= 2) {
+        shapes.push_back(Shape{cap, true});
+      }
+    }
     // Default torch.compile's storages as pools, alone and as the start of
     // the sharing, where its reuse pass hands any storage on.
     bool chains = false;
@@ -622,15 +654,42 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
         return status;
       }
     }
+    // Tightening: the tree counts each allocation as its rounded bytes,
+    // while the allocator model charges a request served from a cached
+    // block whose rest it does not split the whole block (up to 1 MiB
+    // more; a backward's entry state has many such blocks), so a sharing
+    // candidate that keeps the tree under the target can replay above
+    // it. Such a candidate is planned again under a target lowered by its
+    // excess over the lowest peak's slack, at most kTightenings times.
+    auto lowest_of = [&] {
+      Bytes lowest = std::numeric_limits<Bytes>::max();
+      for (const auto& candidate : candidates) {
+        lowest = std::min(lowest, candidate->peak());
+      }
+      return lowest;
+    };
+    const Bytes lowest = lowest_of();
+    const Bytes goal = lowest + lowest / kPeakSlack;
+    const size_t planned = candidates.size();
+    for (size_t c = 0; c < planned; ++c) {
+      Shape shape = shapes[c];
+      Bytes peak = candidates[c]->peak();
+      for (int i = 0; i < kTightenings && shape.share && peak > goal; ++i) {
+        shape.target_cut += peak - goal;
+        if (absl::Status status = plan_shape(shape); !status.ok()) {
+          return status;
+        }
+        peak = candidates.back()->peak();
+      }
+    }
     // The candidates whose peak is within 1/kPeakSlack of the lowest; among
     // them, those whose reserved bytes are at most default torch.compile's
     // (the baseline's, replayed through the same model) or within
     // 1/kReservedSlack of the least (at least one large segment's rounding,
-    // 2 MiB); among those, the fewest pools (then the first).
-    Bytes lowest_peak = std::numeric_limits<Bytes>::max();
-    for (const auto& candidate : candidates) {
-      lowest_peak = std::min(lowest_peak, candidate->peak());
-    }
+    // 2 MiB); among those, the fewest pools, where a few more pools of
+    // intermediates (kPoolSlack) reserve less: the least reserved bytes
+    // among them (then the fewest pools, then the first).
+    const Bytes lowest_peak = lowest_of();
     auto near_peak = [&](const DevicePartition& candidate) {
       return candidate.peak() - lowest_peak <= lowest_peak / kPeakSlack;
     };
@@ -649,14 +708,26 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
             allowed_reserved, ReplayCachingAllocator(memory).stats.reserved);
       }
     }
+    auto eligible = [&](const DevicePartition& candidate) {
+      return near_peak(candidate) && candidate.reserved() <= allowed_reserved;
+    };
+    size_t fewest = std::numeric_limits<size_t>::max();
+    size_t slack = 0;
+    for (const auto& candidate : candidates) {
+      if (eligible(*candidate) && candidate->pools().size() < fewest) {
+        fewest = candidate->pools().size();
+        slack = candidate->intermediate_pools() / kPoolSlack;
+      }
+    }
+    const size_t few = fewest + slack;
     size_t chosen = candidates.size();
     for (size_t c = 0; c < candidates.size(); ++c) {
       const DevicePartition& candidate = *candidates[c];
-      if (!near_peak(candidate) || candidate.reserved() > allowed_reserved) {
-        continue;
-      }
+      if (!eligible(candidate) || candidate.pools().size() > few) continue;
       if (chosen == candidates.size() ||
-          candidate.pools().size() < candidates[chosen]->pools().size()) {
+          std::make_pair(candidate.reserved(), candidate.pools().size()) <
+              std::make_pair(candidates[chosen]->reserved(),
+                             candidates[chosen]->pools().size())) {
         chosen = c;
       }
     }

@@ -32,8 +32,10 @@
 // own) keeps every position at or below T; else it opens a pool. Range
 // additions and maxima over the positions (core/range_max_tree.h) make each
 // trial O(log n), so a graph of n buffers takes O(n k log n) for k trial
-// pools per buffer (at most kTrialPools), per candidate below (at most 8),
-// plus at most 34 allocator replays of O(m log m) for m blocks.
+// pools per buffer (at most kTrialPools), per candidate below (at most 11
+// shapes, each sharing one planned again at most 3 times: 41), plus per
+// candidate at most 33 allocator replays of O(m log m) for m blocks (the
+// suite's largest graph: 17 ms on a 2-core machine, docs/gpu.md).
 //
 // The reserved bytes: a pool the caching allocator cannot serve from its
 // cached blocks takes a new segment, which the allocator keeps
@@ -41,11 +43,19 @@
 // another reserve their sum. The planner therefore builds each device's
 // pools several ways (candidates): as above; in mode `intermediates` with
 // pools capped at the largest intermediate (rounded to 2 MiB) and at 2, 4
-// and 8 times that, below the largest pool uncapped; default
-// torch.compile's storages as pools (each chain of groups its reuse pass
-// hands one storage along, GraphTimeline::storage_from: its peak, reserved
-// bytes and allocator calls but for the outputs), alone and as the start
-// of the sharing above; and one pool per buffer. In mode `intermediates`
+// and 8 times that, below the largest pool uncapped; from an entry state
+// (a training backward's, core/entry_state.h, whose forward left its freed
+// blocks cached) capped at the entry's largest free block, half and a
+// quarter of it, so that pools fit the blocks default's storages reuse;
+// default torch.compile's storages as pools (each chain of groups its reuse
+// pass hands one storage along, GraphTimeline::storage_from: its peak,
+// reserved bytes and allocator calls but for the outputs), alone and as the
+// start of the sharing above; and one pool per buffer. The target T counts
+// each allocation as its rounded bytes, while the allocator charges a
+// request served from a cached block whose rest it does not split (at most
+// 1 MiB) the whole block; so a sharing candidate whose replayed peak is
+// above the lowest's slack is planned again under T lowered by its excess,
+// at most 3 times. In mode `intermediates`
 // each candidate then pads, for a pool that takes a new segment, a smaller
 // pool released before it to its size (at most kPadTrials tried per pool,
 // 32 replays per device), where the padding keeps every position at or
@@ -54,8 +64,10 @@
 // model's) is within 1/256 of the lowest, those whose reserved bytes are at
 // most default torch.compile's (the baseline replayed through the same model)
 // or within 1/32 (at least 2 MiB) of the least, it keeps the one with the
-// fewest pools: the peak first, the allocations second, and never more reserved
-// bytes than default's where a candidate reserves no more. Mode `none`
+// fewest pools, or where candidates with at most 1/8 more pools of
+// intermediates reserve less, the one of them that reserves least: the peak
+// first, the allocations second, and never more reserved bytes than
+// default's where a candidate reserves no more. Mode `none`
 // pads nothing (a pool is never larger than its largest buffer).
 //
 // Pool modes `intermediates` and `none`: each output keeps a pool of its

@@ -82,6 +82,21 @@ TEST(CachingAllocatorModelTest, BestFitTakesTheSmallestBlockThatFits) {
   model.Free(b);
 }
 
+TEST(CachingAllocatorModelTest, LargestFreeIsTheLargePoolsLargestFreeBlock) {
+  CachingAllocatorModel model;
+  EXPECT_EQ(model.LargestFree(), 0);
+  model.Cache(512 * 1024, /*small=*/true);  // the small pool's: not counted
+  EXPECT_EQ(model.LargestFree(), 0);
+  model.Cache(6 * kMiB, /*small=*/false);
+  const int32_t a = model.Malloc(30 * kMiB);
+  EXPECT_EQ(model.LargestFree(), 6 * kMiB);
+  model.Malloc(2 * kMiB);  // best fit: split off the cached 6 MiB block
+  EXPECT_FALSE(model.created_segment());
+  EXPECT_EQ(model.LargestFree(), 4 * kMiB);
+  model.Free(a);
+  EXPECT_EQ(model.LargestFree(), 30 * kMiB);
+}
+
 TEST(CachingAllocatorModelTest, FreedNeighboursMergeWithinASegment) {
   CachingAllocatorModel model;
   const int32_t a = model.Malloc(2 * kMiB);  // a 20 MiB segment
