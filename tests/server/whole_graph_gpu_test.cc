@@ -75,14 +75,23 @@ constexpr char kCombinedBackward[] =
     "activation until the backward returns; the backward's own pool is "
     "placed among the forward's freed blocks differently than modelled "
     "(resnet50 2.6 MiB over on 113.5 MiB): not diagnosed";
+constexpr char kResnet50Backward[] =
+    "pool mode combined as kCombinedBackward (+2.3%); partition since "
+    "planner version 11 (its backward pooled: 114 pools for 269 groups, "
+    "from one pool per group) 4.6% under: the GPU measured 13,054,464 B, "
+    "the model's peak plus 602,624 B, pool7's 602,112 B rounded up (a pool "
+    "the model first allocates 59 positions after its peak, alone where "
+    "the one-pool-per-group plan measured 1 KiB over): not diagnosed (a "
+    "memory snapshot at the GPU's peak would show what else is live)";
 constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
 
 constexpr KnownGap kKnownGaps[] = {
     {"resnet18.training.1", 0.05, kResnet18Backward},
-    {"resnet50.training.1", 0.03, kCombinedBackward},
+    {"resnet50.training.1", 0.05, kResnet50Backward},
     // swin_t compiles differently from run to run; default's measured peak
     // of its backward was 22.2 MiB in run W, 20.69 in run X, 21.0 in run F
-    // (baseline 6.8% over, partition 3.3% under).
+    // (baseline 6.8% over, partition 3.3% under), 19.8 in run G (baseline
+    // 3.3% under, partition 3.8% under; combined is run F's).
     {"swin_t.training.1", 0.08, kUndiagnosed},
     // t5's first backward graph in call order, pool mode combined: 0.3 MiB
     // over on 16 MiB.
@@ -456,19 +465,21 @@ TEST_F(WholeGraphGpuTest, AllocatorCallsAreAtMostWhatTheGpuCounted) {
           << graph.name << " " << configuration;
       ++compared;
       equal += stats.predicted_allocations() - tiny == measured;
-      if (graph.default_measured_calls < 0) continue;
-      const bool gap = std::any_of(
-          std::begin(kBaselineCallGaps), std::end(kBaselineCallGaps),
-          [&](const auto& g) { return graph.name == g.first; });
-      EXPECT_TRUE(gap || stats.baseline_allocations() - tiny <=
-                             graph.default_measured_calls)
-          << graph.name << ": baseline " << stats.baseline_allocations()
-          << " calls less " << tiny << ", measured "
-          << graph.default_measured_calls;
-      ++compared;
-      equal +=
-          stats.baseline_allocations() - tiny == graph.default_measured_calls;
     }
+    if (graph.default_measured_calls < 0) continue;
+    // Default's process sent no request: the partition process's (the
+    // same run's compile; a configuration kept from an earlier run may
+    // have compiled differently) stands in for it, as for the peaks.
+    const bool gap =
+        std::any_of(std::begin(kBaselineCallGaps), std::end(kBaselineCallGaps),
+                    [&](const auto& g) { return graph.name == g.first; });
+    const int64_t baseline =
+        PlanAs(graph, "partition").stats().baseline_allocations();
+    EXPECT_TRUE(gap || baseline - tiny <= graph.default_measured_calls)
+        << graph.name << ": baseline " << baseline << " calls less " << tiny
+        << ", measured " << graph.default_measured_calls;
+    ++compared;
+    equal += baseline - tiny == graph.default_measured_calls;
   }
   EXPECT_GT(compared, 0);
   std::printf(
