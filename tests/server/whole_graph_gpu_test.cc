@@ -78,11 +78,12 @@ constexpr char kCombinedBackward[] =
 constexpr char kResnet50Backward[] =
     "pool mode combined as kCombinedBackward (+2.3%); partition since "
     "planner version 11 (its backward pooled: 114 pools for 269 groups, "
-    "from one pool per group) 4.6% under: the GPU measured 13,054,464 B, "
-    "the model's peak plus 602,624 B, pool7's 602,112 B rounded up (a pool "
-    "the model first allocates 59 positions after its peak, alone where "
-    "the one-pool-per-group plan measured 1 KiB over): not diagnosed (a "
-    "memory snapshot at the GPU's peak would show what else is live)";
+    "from one pool per group) 4.6% under: the GPU measured 13,054,464 B "
+    "against 12,451,840 predicted, where the one-pool-per-group plan "
+    "measured 1 KiB over. A line trace (run D1) puts the peak where the "
+    "model does, inside the first convolution_backward, at 12,649,472 B "
+    "in the traced step: the traced and measured steps start from "
+    "different allocator states; not diagnosed";
 constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
 
 constexpr KnownGap kKnownGaps[] = {
