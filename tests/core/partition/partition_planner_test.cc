@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "core/caching_allocator.h"
 #include "core/graph_memory.h"
 #include "core/strategies.h"
 #include "core/validator.h"
@@ -140,6 +141,38 @@ TEST(PartitionPlannerTest, DefaultsReuseChainIsAPoolWhereItNearlyKeepsThePeak) {
   ASSERT_EQ(peaks.size(), 1u);
   EXPECT_EQ(peaks[0].predicted, 25700);
   EXPECT_EQ(peaks[0].predicted, peaks[0].baseline);
+}
+
+// The tree counts a pool as its bytes, the caching allocator as the block
+// it gets, whole where the rest is at most 1 MiB. Cached at the entry: C1
+// of 2 MiB and C2 of 3.375 MiB. a (2.5 MiB) [0, 1), b (2) [1, 2), c and d
+// (1 each) [3, 4) and [4, 5); extern y (3) [1, 2), z (5.5) [2, 3).
+//
+//   one pool per buffer    a in C2 (3.375), b in C1, y in C2, z new: the
+//                          peak 5.5 MiB at 2, the target T
+//   a and b in one pool    2.5 + 3 = 5.5 at 1 by the tree, but the pool
+//                          is C2 whole and y takes a new segment: 6.375
+//
+// The sharing candidate replays above T, so it is planned again under T
+// less its excess: b alone, c and d in one pool, 3 pools at 5.5 MiB
+// (where the candidates without the replanning kept one pool per buffer).
+TEST(PartitionPlannerTest, ASharingCandidateAboveThePeakIsPlannedAgainBelowIt) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  Problem problem = WholeGraph(
+      {MakeBuffer("a", 5 * kMiB / 2, 0, 1), MakeBuffer("b", 2 * kMiB, 1, 2),
+       MakeBuffer("c", kMiB, 3, 4), MakeBuffer("d", kMiB, 4, 5)},
+      {{"y", 3 * kMiB, "cuda:0", {1, 2}, false},
+       {"z", 11 * kMiB / 2, "cuda:0", {2, 3}, false}});
+  problem.allocator_block = CachingAllocatorModel::kMinBlockSize;
+  problem.cached_blocks = {{"cuda:0", 2 * kMiB, false},
+                           {"cuda:0", 27 * kMiB / 8, false}};
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(plan.pools.size(), 3u);
+  EXPECT_NE(plan.assignments[0].pool, plan.assignments[1].pool);
+  EXPECT_EQ(plan.assignments[2].pool, plan.assignments[3].pool);
+  const DevicePeaks peaks = PeaksOf(problem, plan);
+  EXPECT_EQ(peaks.predicted, 11 * kMiB / 2);
+  EXPECT_EQ(peaks.predicted, peaks.baseline);
 }
 
 // A timeline that does not charge a buffer (an empty span) while its live
