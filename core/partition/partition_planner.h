@@ -33,7 +33,7 @@
 // additions and maxima over the positions (core/range_max_tree.h) make each
 // trial O(log n), so a graph of n buffers takes O(n k log n) for k trial
 // pools per buffer (at most kTrialPools), per candidate below (at most 11
-// shapes, each sharing one planned again at most 3 times: 41), plus per
+// shapes, the 9 sharing ones each planned again at most 3 times: 38), plus per
 // candidate at most 33 allocator replays of O(m log m) for m blocks (the
 // suite's largest graph: 17 ms on a 2-core machine, docs/gpu.md).
 //
