@@ -437,9 +437,16 @@ def check_results(record, configs, outcomes):
         if m is None or "error_vs_eager" not in m:
             continue
         if m["error_vs_eager"] > eager_bound:
+            # Without default in the run there is no control: compiled
+            # training steps can differ from eager by far more than the
+            # fixed tolerance (resnet50's batch norms: 0.41 for default
+            # and memplan alike).
+            control = "" if "default" in metrics else \
+                "; default did not run, so no control: add it"
             record["problems"].append(
                 f"{config}: outputs/gradients differ from eager by "
-                f"{m['error_vs_eager']:.3g} (relative; bound {eager_bound:.3g})")
+                f"{m['error_vs_eager']:.3g} (relative; bound {eager_bound:.3g}"
+                f"{control})")
         if not config.startswith("memplan_") or reference is None \
                 or config not in saved:
             continue

@@ -1,11 +1,13 @@
 """The GPU suite's tables and records (tests/gpu/suite.py), without a GPU:
-the --step-time rule for noise, its table's ratios and summary, and how a
-step-time worker's record is merged."""
+the --step-time rule for noise, its table's ratios and summary, how a
+step-time worker's record is merged, and the output check against eager."""
 import json
 import os
 import sys
 import tempfile
+import types
 import unittest
+from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "gpu"))
@@ -148,6 +150,36 @@ class MergeStepTimesTest(unittest.TestCase):
         self.assertEqual(record["configs"], {})
         self.assertEqual(record["problems"],
                          ["step-time worker exit timeout"])
+
+
+class CheckResultsTest(unittest.TestCase):
+    """The check against eager: its bound is twice default's own error, and
+    a run without default says it had no control."""
+
+    def check(self, errors):
+        record = {"configs": {config: {"error_vs_eager": error}
+                              for config, error in errors.items()},
+                  "problems": []}
+        outcomes = {config: (0, "/nonexistent/%s.json" % config, 1)
+                    for config in errors}
+        # No worker saved results (.pt): torch is imported but not used.
+        with mock.patch.dict(sys.modules,
+                             {"torch": types.ModuleType("torch")}):
+            suite.check_results(record, list(errors), outcomes)
+        return record["problems"]
+
+    def test_without_default_there_is_no_control(self):
+        problems = self.check({"memplan_partition": 0.41})
+        self.assertEqual(len(problems), 1)
+        self.assertIn("differ from eager by 0.41", problems[0])
+        self.assertIn("default did not run", problems[0])
+
+    def test_default_as_far_from_eager_widens_the_bound(self):
+        self.assertEqual(
+            self.check({"default": 0.41, "memplan_partition": 0.41}), [])
+        problems = self.check({"default": 0.001, "memplan_partition": 0.41})
+        self.assertEqual(len(problems), 1)
+        self.assertNotIn("default did not run", problems[0])
 
 
 class CapturedRequestsTest(unittest.TestCase):
