@@ -221,7 +221,10 @@ Bytes IntermediatesModeBound(const Problem& problem,
 // Raises the plain per-device `bounds` of `problem` to the mode's.
 void RaiseToModeBound(const Problem& problem,
                       std::vector<DeviceBound>& bounds) {
-  if (problem.pool_mode != PoolMode::kIntermediates) return;
+  if (problem.pool_mode != PoolMode::kIntermediates ||
+      problem.outputs_released_together) {
+    return;
+  }
   std::vector<std::vector<size_t>> members(bounds.size());
   std::vector<bool> has_output(bounds.size(), false);
   DeviceIndex devices;

@@ -53,7 +53,12 @@ namespace memplan {
 //      entry state, pools capped at the entry's largest free block (and
 //      half, a quarter); among candidates with at most 1/8 more pools of
 //      intermediates than the fewest, the least reserved bytes.
-inline constexpr uint32_t kPlannerVersion = 11;
+//   12: with options.outputs_released_together, strategy "partition"
+//      (and "auto" on a whole graph) in pool mode intermediates puts
+//      outputs in shared pools of outputs (a training backward's
+//      gradients) where that keeps the peak; the mode's lower bound is
+//      then the plain one.
+inline constexpr uint32_t kPlannerVersion = 12;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

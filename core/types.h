@@ -181,6 +181,15 @@ struct Problem {
   // Bytes, a power of two: the whole-graph peaks round every allocation up
   // to a multiple of it (core/graph_memory.h).
   Bytes allocator_block = kDefaultAllocatorBlock;
+  // The caller releases the graph's outputs together once it returns, not
+  // one by one (a training backward's gradients, which autograd takes as
+  // the backward returns and zero_grad releases together). In pool mode
+  // intermediates, strategy "partition" may then put several outputs in
+  // one pool (outputs only: such a pool is never released before the graph
+  // returns), so that the mode's bound no longer holds (core/bounds.h) and
+  // the validator bounds a pool by all its outputs; other strategies and
+  // modes keep one pool per output.
+  bool outputs_released_together = false;
 
   // Returns the alignment buffer `index` must have: the larger of the
   // problem's and its own, in bytes.

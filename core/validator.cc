@@ -203,10 +203,16 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
   const Bytes alignment = problem.alignment;
   if (mode == PoolMode::kNone || mode == PoolMode::kIntermediates) {
     constexpr size_t kNoBuffer = SIZE_MAX;
+    // In mode intermediates with outputs released together, outputs may
+    // share a pool (Problem::outputs_released_together).
+    const bool shared_outputs =
+        mode == PoolMode::kIntermediates && problem.outputs_released_together;
     struct PoolContents {
-      size_t output = kNoBuffer;   // its output, if any
+      size_t output = kNoBuffer;   // its first output, if any
+      Bytes output_bytes = 0;      // its outputs' sizes, each aligned up
       size_t largest = kNoBuffer;  // its largest buffer (first of equals)
       int64_t unaligned = 0;       // buffers whose size % alignment != 0
+      int64_t unaligned_outputs = 0;
     };
     std::vector<PoolContents> contents(plan.pools.size());
     for (size_t i = 0; i < problem.buffers.size(); ++i) {
@@ -218,36 +224,50 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
       }
       if (buffer.size % alignment != 0) ++pool.unaligned;
       if (!buffer.is_output) continue;
-      if (pool.output != kNoBuffer) {
+      if (pool.output != kNoBuffer && !shared_outputs) {
         return absl::InternalError(absl::StrCat(
             BufferLabel(problem, pool.output), " and ", BufferLabel(problem, i),
             " are both outputs in ", PoolLabel(plan, plan.assignments[i].pool),
             " (pool mode ", mode_name,
             " gives every output a pool of its own)"));
       }
-      pool.output = i;
+      if (pool.output == kNoBuffer) pool.output = i;
+      pool.output_bytes += AlignUp(buffer.size, alignment);
+      if (buffer.size % alignment != 0) ++pool.unaligned_outputs;
     }
     for (size_t p = 0; p < plan.pools.size(); ++p) {
       // In mode none a pool is bounded by its largest buffer; in mode
-      // intermediates only a pool holding an output is bounded, by it.
-      const size_t bound_by =
-          mode == PoolMode::kNone ? contents[p].largest : contents[p].output;
+      // intermediates only a pool holding outputs is bounded, by them.
+      const bool none = mode == PoolMode::kNone;
+      const size_t bound_by = none ? contents[p].largest : contents[p].output;
       if (bound_by == kNoBuffer) continue;
-      const Bytes bound_size = problem.buffers[bound_by].size;
+      const Bytes bound_size =
+          none ? AlignUp(problem.buffers[bound_by].size, alignment)
+               : contents[p].output_bytes;
       // Each other buffer of a size that is not a multiple of the alignment
       // may add up to `alignment` bytes: Inductor places the part to the
       // right of such a buffer at align(its size), so a split slot of S bytes
       // becomes align(b) + (S - b).
       const int64_t padded =
-          contents[p].unaligned - (bound_size % alignment != 0 ? 1 : 0);
-      const Bytes bound = AlignUp(bound_size, alignment) + padded * alignment;
+          contents[p].unaligned -
+          (none ? (problem.buffers[bound_by].size % alignment != 0 ? 1 : 0)
+                : contents[p].unaligned_outputs);
+      const Bytes bound = bound_size + padded * alignment;
       if (plan.pools[p].size > bound) {
+        const bool several =
+            !none && contents[p].output_bytes >
+                         AlignUp(problem.buffers[bound_by].size, alignment);
         return absl::InternalError(absl::StrCat(
             PoolLabel(plan, p), ": size ", plan.pools[p].size, " > ", bound,
             ": ",
-            mode == PoolMode::kNone ? "its largest buffer " : "its output ",
-            BufferLabel(problem, bound_by), " of ", bound_size,
-            " bytes rounded up to the alignment ", alignment,
+            none      ? "its largest buffer "
+            : several ? "its outputs (the first "
+                      : "its output ",
+            BufferLabel(problem, bound_by),
+            several ? ")"
+                    : absl::StrCat(" of ", problem.buffers[bound_by].size,
+                                   " bytes"),
+            " rounded up to the alignment ", alignment,
             padded == 0 ? std::string()
                         : absl::StrCat(
                               ", plus ", alignment, " for each of its ", padded,

@@ -373,6 +373,7 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
   problem.allocator_block = options.allocator_block_bytes() == 0
                                 ? kDefaultAllocatorBlock
                                 : options.allocator_block_bytes();
+  problem.outputs_released_together = options.outputs_released_together();
   problem.cached_blocks.reserve(request.cached_blocks_size());
   for (int i = 0; i < request.cached_blocks_size(); ++i) {
     const v1::CachedBlock& wire = request.cached_blocks(i);
@@ -678,6 +679,7 @@ v1::PlanMemoryRequest ProblemToRequest(const Problem& problem,
   options->set_pool_mode(PoolModeToProto(problem.pool_mode));
   options->set_alignment(problem.alignment);
   options->set_capacity_bytes(problem.capacity);
+  options->set_outputs_released_together(problem.outputs_released_together);
   return request;
 }
 

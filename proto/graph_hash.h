@@ -6,8 +6,8 @@
 // as `xxhsum -H2` prints it. Integers are little-endian; a string is its
 // length (u64) then its bytes:
 //
-//   u32     format version: kGraphHashFormatVersion (6), or
-//           kDynamicGraphHashFormatVersion (7) for a dynamic request (below)
+//   u32     format version: kGraphHashFormatVersion (8), or
+//           kDynamicGraphHashFormatVersion (9) for a dynamic request (below)
 //   u32     planner version (kPlannerVersion)
 //   string  strategy name, resolved (e.g. "auto", never "")
 //   u8      pool mode, as the wire's PoolMode number (1 none,
@@ -17,6 +17,7 @@
 //   i64     time budget in nanoseconds (resolved: 100 ms when unset); an
 //           anytime search may find another plan with another budget
 //   i64     allocator block in bytes (resolved: 512, never 0)
+//   u8      options.outputs_released_together (0 or 1)
 //   u64     buffer count
 //   per buffer, in request order:
 //     i64     size in bytes
@@ -83,7 +84,8 @@
 // labels section for every request with lines, and its lines' memory
 // fields. The cached blocks' section came later without a bump, as format
 // 5's did: only requests that have them carry it, and an older server
-// never keyed a plan by them; so did the workspaces' section.
+// never keyed a plan by them; so did the workspaces' section. Format 8
+// (dynamic: 9) added options.outputs_released_together.
 #ifndef MEMPLAN_PROTO_GRAPH_HASH_H_
 #define MEMPLAN_PROTO_GRAPH_HASH_H_
 
@@ -104,12 +106,13 @@ namespace memplan {
 
 // 1: the first encoding; 2: adds capacity, time budget and per-buffer
 // alignment and fixed_offset; 3: adds the planner version; 4: adds the
-// events' pool lines; 6: adds the whole graph's memory (above).
-inline constexpr uint32_t kGraphHashFormatVersion = 6;
+// events' pool lines; 6: adds the whole graph's memory (above); 8: adds
+// options.outputs_released_together (7 is format 6's dynamic encoding).
+inline constexpr uint32_t kGraphHashFormatVersion = 8;
 
-// The format version a dynamic request's encoding starts with: format 6
+// The format version a dynamic request's encoding starts with: format 8
 // plus the symbolic sizes (above).
-inline constexpr uint32_t kDynamicGraphHashFormatVersion = 7;
+inline constexpr uint32_t kDynamicGraphHashFormatVersion = 9;
 
 // Returns the canonical encoding above for `problem` planned by `strategy`
 // (a planner name, e.g. "auto") with search time `time_budget` (the

@@ -60,6 +60,9 @@ struct Shape {
   // pools are placed under the peak with one pool per buffer, as the
   // tree counts it, less this many bytes.
   Bytes target_cut = 0;
+  // Whether outputs share pools of outputs where the problem allows it
+  // (Problem::outputs_released_together); false: one pool per output.
+  bool share_outputs = true;
 };
 
 // The positions of one device where the memory in use can change, sorted:
@@ -109,7 +112,8 @@ struct PoolState {
   std::vector<LiveItem> live;      // by offset
   std::vector<int32_t> members;    // problem buffer indices
   bool fixed = false;              // an output's or a data-dependent one's
-  int32_t newer = -1, older = -1;  // the list of pools, newest first
+  bool output = false;             // holds outputs (and nothing else)
+  int32_t newer = -1, older = -1;  // its kind's list of pools, newest first
 };
 
 // Where a buffer would go in a pool, and what it costs.
@@ -135,7 +139,10 @@ class DevicePartition {
         buffers_(std::move(buffers)),
         axis_(Points(timeline, unplanned, buffers_)),
         tree_(InitialLoad(unplanned)),
-        pool_of_(problem.buffers.size(), -1) {
+        pool_of_(problem.buffers.size(), -1),
+        shared_outputs_(problem.pool_mode == PoolMode::kIntermediates &&
+                        problem.outputs_released_together &&
+                        shape.share_outputs) {
     target_ = axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots());
     target_ -= std::min(target_, shape_.target_cut);
   }
@@ -144,9 +151,14 @@ class DevicePartition {
   // `offsets`, parallel to problem.buffers).
   absl::Status Run(const PlanContext& context, std::vector<Bytes>& offsets) {
     std::vector<int32_t> order;
+    // Outputs released together share pools of outputs, placed as the
+    // intermediates (in order of allocation, each where it costs least
+    // within the target) but never with an intermediate: a pool holding an
+    // output lives until the caller releases it.
     for (int32_t b : buffers_) {
       const Buffer& buffer = problem_.buffers[b];
-      if (buffer.is_output || buffer.size_is_data_dependent) {
+      if (buffer.size_is_data_dependent ||
+          (buffer.is_output && !(shared_outputs_ && Charged(b)))) {
         OpenPool(b, /*fixed=*/true);
         offsets[b] = 0;
       } else if (Charged(b)) {
@@ -182,7 +194,7 @@ class DevicePartition {
       }
       const bool holds_bytes =
           buffer.size > 0 && buffer.live_range.begin < buffer.live_range.end;
-      int32_t pool = holds_bytes ? -1 : newest_;
+      int32_t pool = holds_bytes ? -1 : newest_[0];
       while (pool >= 0 && pools_[pool].height < buffer.size) {
         pool = pools_[pool].older;
       }
@@ -247,7 +259,7 @@ class DevicePartition {
       std::vector<int32_t> candidates;
       for (int32_t q = 0; q < static_cast<int32_t>(pools_.size()); ++q) {
         const PoolState& pool = pools_[q];
-        if (!pool.fixed && pool.hull_begin < pool.hull_end &&
+        if (!pool.fixed && !pool.output && pool.hull_begin < pool.hull_end &&
             pool.hull_end <= pools_[p].hull_begin &&
             blocks[first + q].size > 0 && blocks[first + q].size < need) {
           candidates.push_back(q);
@@ -288,11 +300,12 @@ class DevicePartition {
   }
 
   const std::vector<PoolState>& pools() const { return pools_; }
-  // The pools that hold intermediates (not an output's or a data-dependent
+  // The pools that hold intermediates (not outputs, not a data-dependent
   // buffer's own).
   size_t intermediate_pools() const {
-    return std::count_if(pools_.begin(), pools_.end(),
-                         [](const PoolState& pool) { return !pool.fixed; });
+    return std::count_if(
+        pools_.begin(), pools_.end(),
+        [](const PoolState& pool) { return !pool.fixed && !pool.output; });
   }
   // The predicted peak of the pools built (bytes above the entry, as
   // WholeGraphPeaks counts it), as ShareSegments leaves them.
@@ -376,6 +389,7 @@ class DevicePartition {
     pool.hull_end = axis_.Slot(timeline_.spans[b].end);
     pool.members.push_back(b);
     pool.fixed = fixed;
+    pool.output = problem_.buffers[b].is_output;
     pool.live.push_back(LiveItem{0, problem_.buffers[b].size,
                                  problem_.buffers[b].live_range.end});
     pool_of_[b] = static_cast<int32_t>(pools_.size());
@@ -385,13 +399,14 @@ class DevicePartition {
 
   void MakeNewest(int32_t p) {
     PoolState& pool = pools_[p];
-    if (newest_ == p) return;
+    int32_t& newest = newest_[pool.output ? 1 : 0];
+    if (newest == p) return;
     if (pool.newer >= 0) pools_[pool.newer].older = pool.older;
     if (pool.older >= 0) pools_[pool.older].newer = pool.newer;
     pool.newer = -1;
-    pool.older = newest_;
-    if (newest_ >= 0) pools_[newest_].newer = p;
-    newest_ = p;
+    pool.older = newest;
+    if (newest >= 0) pools_[newest].newer = p;
+    newest = p;
   }
 
   // Where buffer b would go in pool p, or nullopt when that would raise
@@ -451,14 +466,17 @@ class DevicePartition {
   }
 
   // The pool of the group whose storage the reuse pass hands on to b,
-  // where the shape follows those chains and that pool takes buffers; else
-  // -1.
+  // where the shape follows those chains and that pool takes buffers of
+  // b's kind (output or intermediate); else -1.
   int32_t ChainPool(int32_t b) const {
     if (!shape_.reuse_chains || timeline_.storage_from.empty()) return -1;
     const int32_t from = timeline_.storage_from[b];
     if (from < 0) return -1;
     const int32_t pool = pool_of_[from];
-    return pool >= 0 && !pools_[pool].fixed ? pool : -1;
+    return pool >= 0 && !pools_[pool].fixed &&
+                   pools_[pool].output == problem_.buffers[b].is_output
+               ? pool
+               : -1;
   }
 
   // Places buffer b: in its reuse chain's pool (ChainPool: without sharing
@@ -478,8 +496,8 @@ class DevicePartition {
     int tried = 0;
     const int trials =
         shape_.share && !best.has_value() ? PartitionPlanner::kTrialPools : 0;
-    for (int32_t p = newest_; p >= 0 && tried < trials;
-         p = pools_[p].older, ++tried) {
+    for (int32_t p = newest_[buffer.is_output ? 1 : 0];
+         p >= 0 && tried < trials; p = pools_[p].older, ++tried) {
       std::optional<Trial> trial = Try(b, p);
       if (trial.has_value() &&
           (!best.has_value() || trial->cost < best->cost)) {
@@ -525,7 +543,12 @@ class DevicePartition {
   Bytes peak_ = 0;
   std::vector<PoolState> pools_;
   std::vector<int32_t> pool_of_;  // per problem buffer: its pool, or -1
-  int32_t newest_ = -1;           // the pool extended last (head of the list)
+  // Outputs share pools (of outputs only): Problem::outputs_released_together
+  // in mode intermediates.
+  const bool shared_outputs_;
+  // The pool extended last (head of its list), of intermediates [0] and of
+  // outputs [1].
+  int32_t newest_[2] = {-1, -1};
 };
 
 }  // namespace
@@ -649,6 +672,19 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       shapes.push_back(Shape{std::numeric_limits<Bytes>::max(), false, true});
     }
     shapes.push_back(Shape{std::numeric_limits<Bytes>::max(), false});
+    // Outputs released together: every shape also with one pool per
+    // output, so that pools of outputs win only where they keep the peak
+    // and the reserved bytes the chooser below asks for (a pool of several
+    // gradients may need a segment no cached block serves).
+    if (problem.pool_mode == PoolMode::kIntermediates &&
+        problem.outputs_released_together) {
+      const size_t shared = shapes.size();
+      for (size_t i = 0; i < shared; ++i) {
+        Shape apart = shapes[i];
+        apart.share_outputs = false;
+        shapes.push_back(apart);
+      }
+    }
     for (size_t i = 1; i < shapes.size(); ++i) {
       if (absl::Status status = plan_shape(shapes[i]); !status.ok()) {
         return status;

@@ -74,12 +74,18 @@
 // own (the caller frees outputs independently, as both modes require); a
 // buffer whose size depends on data gets a pool of its own (as the other
 // placement strategies). Outputs and such buffers stay where they are in
-// T's count. In mode `none` a pool never grows past its first buffer
-// (Inductor's pools that cannot expand): a buffer joins a pool only below
-// the pool's height. Without memory outside the plan (no unplanned
-// buffers, no extern lines) the same planner minimizes the peak of the
-// pools alone. Strategy "partition" plans the other pool modes (outputs,
-// combined), whose grouping is fixed, as "auto" does (core/strategies.cc).
+// T's count. In mode `intermediates` with outputs released together
+// (Problem::outputs_released_together: a training backward's gradients)
+// outputs share pools of outputs, placed as the intermediates are (an
+// output in a pool opened before it is charged from the pool's creation
+// to the graph's end) and never with an intermediate; in T's count each
+// is its own, so the peak stays where one pool per output puts it. In mode
+// `none` a pool never grows past its first buffer (Inductor's pools that cannot
+// expand): a buffer joins a pool only below the pool's height. Without memory
+// outside the plan (no unplanned buffers, no extern lines) the same planner
+// minimizes the peak of the pools alone. Strategy "partition" plans the other
+// pool modes (outputs, combined), whose grouping is fixed, as "auto" does
+// (core/strategies.cc).
 #ifndef MEMPLAN_CORE_PARTITION_PARTITION_PLANNER_H_
 #define MEMPLAN_CORE_PARTITION_PARTITION_PLANNER_H_
 

@@ -34,6 +34,10 @@ ABSL_FLAG(int, repeats, 9, "plans per graph (the median is printed)");
 ABSL_FLAG(bool, pool_mode_none, false,
           "plan pool mode none (memplan_partition_none) instead of "
           "intermediates");
+ABSL_FLAG(bool, pool_gradients, false,
+          "send each training backward graph (a request that carries its "
+          "forward) with options.outputs_released_together, as the hook's "
+          "install(training=True) does since codegen version 8");
 
 namespace memplan {
 namespace {
@@ -68,6 +72,9 @@ int Run() {
     request.mutable_options()->set_pool_mode(absl::GetFlag(FLAGS_pool_mode_none)
                                                  ? v1::POOL_MODE_NONE
                                                  : v1::POOL_MODE_INTERMEDIATES);
+    if (absl::GetFlag(FLAGS_pool_gradients) && request.has_forward()) {
+      request.mutable_options()->set_outputs_released_together(true);
+    }
     std::vector<int64_t> micros;
     v1::PlanMemoryResponse response;
     for (int i = 0; i < repeats; ++i) {

@@ -292,6 +292,33 @@ TEST(ValidatePlanTest, ModeIntermediatesBoundsOnlyPoolsHoldingAnOutput) {
                  "mode intermediates)");
 }
 
+// With outputs released together, outputs may share a pool, bounded by
+// their sizes, each aligned: out0 (150) and out1 (100) at 192 in 292
+// bytes (at most 192 + 128 = 320).
+TEST(ValidatePlanTest, OutputsReleasedTogetherMayShareAPool) {
+  Problem problem;
+  problem.buffers = {MakeBuffer("out0", 150, 0, 6, true),
+                     MakeBuffer("out1", 100, 2, 6, true)};
+  Plan plan;
+  plan.pools = {{"pool0", "cuda:0", 292}};
+  plan.assignments = {{0, 0}, {0, 192}};
+  ExpectInternal(problem, plan,
+                 "buffers[0] (\"out0\") and buffers[1] (\"out1\") are both "
+                 "outputs in pool \"pool0\" (pool mode intermediates gives "
+                 "every output a pool of its own)");
+  problem.outputs_released_together = true;
+  EXPECT_TRUE(ValidatePlan(problem, plan).ok());
+  plan.pools[0].size = 448;
+  ExpectInternal(problem, plan,
+                 "pool \"pool0\": size 448 > 320: its outputs (the first "
+                 "buffers[0] (\"out0\")) rounded up to the alignment 64 (pool "
+                 "mode intermediates)");
+  // Mode none keeps one pool per output.
+  problem.pool_mode = PoolMode::kNone;
+  plan.pools[0].size = 292;
+  EXPECT_FALSE(ValidatePlan(problem, plan).ok());
+}
+
 // Inductor's padding: a SpatialSplit's right part starts at align(left).
 //   offset ^
 //      158 |         +-------+

@@ -757,6 +757,18 @@ TEST(RequestToProblemTest, LinesOutsideThePlanDescribeTheWholeGraph) {
   ASSERT_TRUE(without.ok()) << without.status();
   EXPECT_FALSE(without->whole_graph);
   EXPECT_EQ(without->allocator_block, kDefaultAllocatorBlock);
+  EXPECT_FALSE(without->outputs_released_together);
+}
+
+TEST(RequestToProblemTest, OutputsReleasedTogetherComeThroughBothWays) {
+  v1::PlanMemoryRequest request = WholeGraphEvents();
+  request.mutable_options()->set_outputs_released_together(true);
+  absl::StatusOr<Problem> problem = RequestToProblem(request);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_TRUE(problem->outputs_released_together);
+  EXPECT_TRUE(ProblemToRequest(*problem, v1::STRATEGY_AUTO)
+                  .options()
+                  .outputs_released_together());
 }
 
 TEST(RequestToProblemTest, LinesOutsideThePlanNameTheEventAndField) {

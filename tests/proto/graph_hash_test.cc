@@ -79,15 +79,16 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.alignment = 64;
   problem.capacity = 4096;
   const std::string expected =
-      Le(6, 4) /* format version */ + Le(11, 4) /* planner version */ +
+      Le(8, 4) /* format version */ + Le(12, 4) /* planner version */ +
       Le(7, 8) + "optimal" + Le(3, 1) /* outputs */ + Le(64, 8) +
       Le(4096, 8) /* capacity */ + Le(2500000000, 8) /* 2.5 s in ns */ +
-      Le(512, 8) /* block */ + Le(1, 8) /* one buffer */ + Le(100, 8) +
-      Le(2, 8) + Le(5, 8) + Le(1, 1) + Le(0, 1) + Le(3, 8) + "cpu" +
-      Le(64, 8) /* effective alignment */ + Le(512, 8) /* pinned */ +
-      Le(0, 8) /* no events */ + Le(0, 8) /* no unplanned buffers */;
-  EXPECT_EQ(kGraphHashFormatVersion, 6u);
-  EXPECT_EQ(kPlannerVersion, 11u);
+      Le(512, 8) /* block */ + Le(0, 1) /* outputs released one by one */ +
+      Le(1, 8) /* one buffer */ + Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) +
+      Le(0, 1) + Le(3, 8) + "cpu" + Le(64, 8) /* effective alignment */ +
+      Le(512, 8) /* pinned */ + Le(0, 8) /* no events */ +
+      Le(0, 8) /* no unplanned buffers */;
+  EXPECT_EQ(kGraphHashFormatVersion, 8u);
+  EXPECT_EQ(kPlannerVersion, 12u);
   EXPECT_EQ(GraphHashInput(problem, "optimal", absl::Milliseconds(2500)),
             expected);
   // A free buffer encodes fixed_offset -1; its own alignment, when larger,
@@ -120,26 +121,26 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
 }
 
 // A dynamic request (a data-dependent size, or a symbolic size naming a
-// symbol) starts with format version 7 and ends with every buffer's
-// symbolic size; the rest is format 6's encoding.
+// symbol) starts with format version 9 and ends with every buffer's
+// symbolic size; the rest is format 8's encoding.
 TEST(GraphHashTest, DynamicRequestsAppendTheirSymbolicSizes) {
   Problem problem;
   problem.buffers = {MakeBuffer("x", 128, 0, 2), MakeBuffer("y", 64, 1, 3)};
   problem.buffers[1].symbolic_size = "64";  // static: a plain number
   const std::string static_input = GraphHashInput(problem, "inductor", kBudget);
-  EXPECT_EQ(static_input.substr(0, 4), Le(6, 4));
+  EXPECT_EQ(static_input.substr(0, 4), Le(8, 4));
 
   problem.buffers[0].symbolic_size = "2*s0";
   const std::string dynamic_input =
       GraphHashInput(problem, "inductor", kBudget);
-  EXPECT_EQ(dynamic_input, Le(7, 4) + static_input.substr(4) + Le(4, 8) +
+  EXPECT_EQ(dynamic_input, Le(9, 4) + static_input.substr(4) + Le(4, 8) +
                                "2*s0" + Le(2, 8) + "64");
 
   problem.buffers[0].symbolic_size.clear();
   problem.buffers[0].size_is_data_dependent = true;
   const std::string data_dependent_input =
       GraphHashInput(problem, "inductor", kBudget);
-  EXPECT_EQ(data_dependent_input.substr(0, 4), Le(7, 4));
+  EXPECT_EQ(data_dependent_input.substr(0, 4), Le(9, 4));
   EXPECT_EQ(data_dependent_input.substr(data_dependent_input.size() - 18),
             Le(0, 8) + Le(2, 8) + "64");
 }
@@ -151,27 +152,28 @@ TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
 
 // Golden values: a change here changes every cache key; bump
 // kGraphHashFormatVersion if it is intended (they change with
-// kPlannerVersion too: these are format 6's and version 11's). Version 5's
+// kPlannerVersion too: these are format 8's and version 12's). Version 5's
 // were cross-checked with a separate C program hashing GraphHashInput's
 // bytes with libxxhash's XXH3_128bits and printing high64 then low64;
-// versions 6 to 11 change only the planner-version field of those bytes
-// (EncodingIsAsDocumented), and these are what the service computes. The last
+// versions 6 to 12 change only the planner-version field of those bytes
+// and format 8 one byte after the block (EncodingIsAsDocumented), and
+// these are what the service computes. The last
 // two have a data-dependent size, so they are dynamic requests (format 5,
 // since the other strategies than inductor give such buffers pools of
 // their own); the first is format 4's, unchanged.
 TEST(GraphHashTest, GoldenValues) {
   EXPECT_EQ(GraphHash(SmallProblem(), "inductor", kBudget),
-            "24d6ccce027d18d515b2348ea91b5c61");
+            "2aa275f80df11d0766eb970909e0f448");
   EXPECT_EQ(GraphHash(TwoDeviceProblem(), "auto", kBudget),
-            "475197092b95438dfec8d863b3167ac0");
+            "a2e4e60b9f0446b4ebb58030e011cb25");
   EXPECT_EQ(GraphHash(PinnedProblem(), "optimal", absl::Seconds(2)),
-            "31fbfded01f45043f1e83ec4a0517039");
+            "ce30aa679a7ccfb6b829e9f773a6eb02");
 }
 
 // The digest is the number the hex spells, high half first.
 TEST(GraphHashTest, DigestIsTheNumberTheHexSpells) {
   EXPECT_EQ(GraphHashDigest(SmallProblem(), "inductor", kBudget),
-            absl::MakeUint128(0x24d6ccce027d18d5, 0x15b2348ea91b5c61));
+            absl::MakeUint128(0x2aa275f80df11d07, 0x66eb970909e0f448));
   EXPECT_EQ(GraphHashHex(absl::MakeUint128(0x0123456789abcdef, 0xf)),
             "0123456789abcdef000000000000000f");
 }
@@ -211,6 +213,8 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
           {"pool_mode", [](Problem& p) { p.pool_mode = PoolMode::kNone; }},
           {"alignment", [](Problem& p) { p.alignment = 128; }},
           {"capacity", [](Problem& p) { p.capacity = 1024; }},
+          {"outputs_released_together",
+           [](Problem& p) { p.outputs_released_together = true; }},
           {"buffer alignment",
            [](Problem& p) { p.buffers[1].alignment = 128; }},
           {"fixed_offset", [](Problem& p) { p.buffers[1].fixed_offset = 256; }},

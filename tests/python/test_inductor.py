@@ -1208,6 +1208,30 @@ class ServiceTest(unittest.TestCase):
                             for a in record["response"].assignments))
         self.assertGreater(len(record["response"].assignments), 1)
 
+    def test_a_backward_graphs_outputs_go_as_released_together(self):
+        # A training backward's outputs are its gradients, which autograd
+        # takes together as it returns: its request says so (unless
+        # pool_gradients=False); an inference graph's does not.
+        for phase, pool_gradients, together in (
+                ("backward", True, True), ("backward", False, False),
+                ("inference", True, False)):
+            with self.subTest(phase=phase, pool_gradients=pool_gradients):
+                lines, groups = example_graph()
+                mp = fake_memory_planning(groups)
+                mp.V.graph.is_backward = phase == "backward"
+                mp.V.graph.is_inference = phase == "inference"
+                hook._install_on(mp, self.client, "auto", None, "events",
+                                 pool_gradients=pool_gradients)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")  # no fallback warning
+                    mp.MemoryPlanner().plan(lines)
+                record = hook.stats()["graphs"][-1]
+                self.assertEqual(record["source"], "service")
+                self.assertEqual(
+                    record["request"].options.outputs_released_together,
+                    together)
+                hook.uninstall()
+
     def test_an_alignment_not_a_power_of_two_is_refused(self):
         for alignment in (3, -64, 1 << 31, 64.0):
             with self.assertRaisesRegex(ValueError, "alignment"):

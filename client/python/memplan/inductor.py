@@ -770,7 +770,8 @@ class PoolRoot:
 
 class _Installed:
     def __init__(self, mp, client, owns_client, strategy, pool_mode, send,
-                 training, entry_cache, alignment=0, probe_workspaces=False):
+                 training, entry_cache, alignment=0, probe_workspaces=False,
+                 pool_gradients=True):
         self.mp = mp
         self.client = client
         self.owns_client = owns_client  # closed by uninstall()
@@ -781,6 +782,8 @@ class _Installed:
         self.entry_cache = entry_cache
         self.alignment = alignment  # PlanOptions.alignment: 0 is 64
         self.probe_workspaces = probe_workspaces
+        # PlanOptions.outputs_released_together for backward graphs.
+        self.pool_gradients = pool_gradients
         planner = mp.MemoryPlanner
         self.original_plan = planner.plan
         self.original_allocate_groups = planner.allocate_groups
@@ -1114,7 +1117,8 @@ def _install_cache_key(state):
     previous = config.post_grad_custom_post_pass
     settings = f"memplan:{state.strategy}:{state.pool_mode}:{state.send}:" \
                f"{state.training}:{state.entry_cache}:{state.alignment}:" \
-               f"{state.probe_workspaces}:{_CODEGEN_VERSION}"
+               f"{state.probe_workspaces}:{state.pool_gradients}:" \
+               f"{_CODEGEN_VERSION}"
 
     class MemplanCacheKey(CustomGraphPass):
         def __call__(self, graph):
@@ -1133,14 +1137,15 @@ def _install_cache_key(state):
 # serve a plan made from what an earlier hook sent). 5: a training
 # backward's frees of its forward's copies and pools (ForwardOutputs); 6:
 # extern kernels' workspaces (Event.workspace_bytes); 7: a training
-# backward's request carries its forward's (ForwardGraph).
-_CODEGEN_VERSION = 7
+# backward's request carries its forward's (ForwardGraph); 8: a training
+# backward's gradients may share pools (outputs_released_together).
+_CODEGEN_VERSION = 8
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
             client=None, training=False, entry_cache=True, alignment=0,
-            probe_workspaces=True):
+            probe_workspaces=True, pool_gradients=True):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -1178,6 +1183,17 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       so that the whole-graph peaks count it; costs one call of each
       distinct kernel signature, and its inputs' memory, at compile time.
       False: no kernel runs at compile time; the peaks miss workspaces.
+    pool_gradients: with training, send each backward graph's request with
+      PlanOptions.outputs_released_together, so that strategy "auto" (its
+      partition) may put several gradients in one pool where that keeps
+      the predicted peak: autograd takes every gradient as the backward
+      returns, into .grad, and zero_grad() releases them together, so one
+      allocation serves several of them (fewer allocator calls). A pool's
+      memory returns only when all its gradients are released: False
+      where gradients are released one by one (a gradient hook that drops
+      some, or a .grad whose layout differs from its parameter's, which
+      autograd copies), one pool per gradient as default torch.compile's
+      one allocation each.
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
@@ -1202,7 +1218,7 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
                                backoff=backoff)
     state = _install_on(mp, client, strategy, pool_mode, send, owns_client,
                         training, bool(entry_cache), alignment,
-                        bool(probe_workspaces))
+                        bool(probe_workspaces), bool(pool_gradients))
     _install_codegen(state)
     if training:
         _install_training(state)
@@ -1211,14 +1227,15 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
 
 def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
                 training=False, entry_cache=True, alignment=0,
-                probe_workspaces=False):
+                probe_workspaces=False, pool_gradients=True):
     """install() on the memory_planning module `mp` (tests hand in a fake):
     the planner's plan and allocate_groups; returns the state."""
     global _state
     if _state is not None:
         uninstall()
     state = _Installed(mp, client, owns_client, strategy, pool_mode, send,
-                       training, entry_cache, alignment, probe_workspaces)
+                       training, entry_cache, alignment, probe_workspaces,
+                       pool_gradients)
 
     def plan(planner, lines):
         planner._memplan_lines = [*lines]
@@ -1363,6 +1380,8 @@ def _allocate_from_service(state, planner):
     options = pb.PlanOptions(strategy=strategy_value(state.strategy),
                              pool_mode=pool_mode_value(pool_mode),
                              alignment=state.alignment)
+    if state.pool_gradients and _graph_phase(mp) == "backward":
+        options.outputs_released_together = True
     buffers_request = pb.PlanMemoryRequest(
         buffers=buffers_from_groups(groups), options=options)
 

@@ -207,6 +207,45 @@ TEST(PartitionPlannerTest, OutputsKeepPoolsOfTheirOwn) {
   EXPECT_EQ(plan.pools[out1].size, 128);
 }
 
+//   bytes ^
+//    1256 |  e       f             g0, g1, g2 (outputs, 128 bytes each,
+//         | ###     ###            to the end) after e (1000) and a (64),
+//         | ###  g0 g1 g2          beside f (1000) at 3: the peak with a
+//         +--+---+---+---+---+-->  pool per output is 1256 at 3. Released
+//            0   2   3   4   6     together, g1 joins g0's pool (256 at 2,
+//                                  1256 at 3); g2 in it would hold 1384.
+TEST(PartitionPlannerTest, OutputsReleasedTogetherShareWhereThatKeepsThePeak) {
+  Problem problem = WholeGraph(
+      {MakeBuffer("a", 64, 0, 2), MakeBuffer("g0", 128, 2, 6, true),
+       MakeBuffer("g1", 128, 3, 6, true), MakeBuffer("g2", 128, 4, 6, true)},
+      {{"e", 1000, "cuda:0", {0, 2}, false},
+       {"f", 1000, "cuda:0", {3, 4}, false}});
+  const Plan apart = PlanAndValidate(PartitionPlanner(), problem);
+  EXPECT_EQ(apart.pools.size(), 4u);
+  EXPECT_EQ(PeaksOf(problem, apart).predicted, 1256);
+
+  problem.outputs_released_together = true;
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(plan.pools.size(), 3u);
+  const int32_t shared = plan.assignments[1].pool;
+  EXPECT_EQ(plan.assignments[2].pool, shared);
+  EXPECT_EQ(plan.assignments[2].offset, 128);
+  EXPECT_NE(plan.assignments[3].pool, shared);
+  EXPECT_NE(plan.assignments[0].pool, shared);  // never with an intermediate
+  EXPECT_NE(plan.assignments[0].pool, plan.assignments[3].pool);
+  EXPECT_EQ(plan.pools[shared].size, 256);
+  EXPECT_EQ(PeaksOf(problem, plan).predicted, 1256);
+  // Without f, all three share one pool (384 bytes from 2, below e's 1064).
+  // In mode none every output keeps a pool of its own.
+  problem.unplanned.pop_back();
+  const Plan one = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(one.pools.size(), 2u);
+  EXPECT_EQ(one.pools[one.assignments[3].pool].size, 384);
+  EXPECT_EQ(PeaksOf(problem, one).predicted, 1064);
+  problem.pool_mode = PoolMode::kNone;
+  EXPECT_EQ(PlanAndValidate(PartitionPlanner(), problem).pools.size(), 4u);
+}
+
 // a and b overlap; c follows a; d, the largest, comes with an extern
 // output e of 1000 bytes, so the peak of one pool per buffer is 1256, at
 // [6, 8). In intermediates, one pool: b on top of a, then c and d at 0.
@@ -276,7 +315,10 @@ TEST(PartitionPlannerTest, TheSameProblemGivesTheSamePlan) {
   options.horizon = 300;
   options.max_unplanned = 40;
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    const Problem problem = RandomProblem(seed, options);
+    Problem problem = RandomProblem(seed, options);
+    // Every other seed with outputs released together (shared pools of
+    // outputs, validated as such).
+    problem.outputs_released_together = seed % 2 == 0;
     const Plan first = PlanAndValidate(PartitionPlanner(), problem);
     const Plan second = PlanAndValidate(PartitionPlanner(), problem);
     EXPECT_EQ(first, second) << "seed " << seed;
