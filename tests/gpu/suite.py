@@ -32,6 +32,9 @@ configuration's graphs to another. The configurations:
   memplan_partition_a512  memplan_partition with every pool offset a
                    multiple of 512 bytes (install(..., alignment=512)), as
                    the caching allocator aligns default's buffers
+  memplan_partition_grads  memplan_partition with a training backward's
+                   gradients in shared pools (install(...,
+                   pool_gradients=True): outputs released together)
 
 Workers run in waves per GPU: a wave is every configuration of
 max(1, parallel // configurations) (model, mode) pairs, started together
@@ -108,6 +111,9 @@ MODELS = VISION + TRANSFORMERS + DYNAMIC
 # configuration sends the caching allocator's blocks at compile time
 # (install's entry_cache) but the ones named here.
 COLD = ("memplan_partition_cold",)
+# Configurations whose training backward graphs pool gradients together
+# (install's pool_gradients=True).
+GRADIENTS_POOLED = ("memplan_partition_grads",)
 CONFIGS = {
     "default": (None, None),
     "inductor_pools": (None, "intermediates"),
@@ -118,6 +124,7 @@ CONFIGS = {
     "memplan_partition_none": ("auto", "none"),
     "memplan_partition_cold": ("auto", "intermediates"),
     "memplan_partition_a512": ("auto", "intermediates"),
+    "memplan_partition_grads": ("auto", "intermediates"),
 }
 # Configurations whose pool offsets are multiples of more than the
 # service's default 64 bytes (install's alignment): 512, the caching
@@ -1173,6 +1180,25 @@ def stepper(torch, model, inputs, loss_of, params, training):
     return step
 
 
+def gradient_memory(torch, params, start_allocated):
+    """What a training step's gradients hold after it: gradient_bytes (the
+    .grad tensors' own bytes), gradient_storage_bytes and gradient_storages
+    (the distinct storages under them: more bytes than the gradients' where
+    a pool of several gradients keeps a slot no .grad uses, such as one
+    autograd copied to its parameter's layout), and end_allocated (bytes
+    allocated after the step, above its start)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    storages = {}
+    for g in grads:
+        storage = g.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+    return {"gradient_bytes": sum(g.numel() * g.element_size()
+                                  for g in grads),
+            "gradient_storage_bytes": sum(storages.values()),
+            "gradient_storages": len(storages),
+            "end_allocated": torch.cuda.memory_allocated() - start_allocated}
+
+
 def step_results(torch, out, params, training):
     """A step's outputs and (training) parameters' gradients, on the CPU."""
     return {"outputs": tensors_of(torch, out),
@@ -1190,7 +1216,8 @@ def apply_config(torch, hook, target, config, training):
     if config.startswith("memplan_"):
         hook.install(target, strategy=CONFIGS[config][0], training=True,
                      timeout=60.0, entry_cache=config not in COLD,
-                     alignment=ALIGNMENT.get(config, 0))
+                     alignment=ALIGNMENT.get(config, 0),
+                     pool_gradients=config in GRADIENTS_POOLED)
         hook.reset_stats()
 
 
@@ -1577,6 +1604,8 @@ def run_worker(args):
         m["peak_reserved"] = torch.cuda.max_memory_reserved() - start_reserved
         m["allocator_calls"] = torch.cuda.memory_stats().get(
             "allocation.all.allocated", 0) - calls_before
+        if training:
+            m.update(gradient_memory(torch, params, start_allocated))
         del out
         # What the reserved peak is made of: the caching allocator's
         # segments (cudaMalloc'd blocks) after the step, in MiB, largest

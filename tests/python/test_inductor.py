@@ -1210,18 +1210,20 @@ class ServiceTest(unittest.TestCase):
 
     def test_a_backward_graphs_outputs_go_as_released_together(self):
         # A training backward's outputs are its gradients, which autograd
-        # takes together as it returns: its request says so (unless
-        # pool_gradients=False); an inference graph's does not.
+        # takes together as it returns: with pool_gradients=True its
+        # request says so (not by default); an inference graph's never.
         for phase, pool_gradients, together in (
-                ("backward", True, True), ("backward", False, False),
+                ("backward", True, True), ("backward", None, False),
                 ("inference", True, False)):
             with self.subTest(phase=phase, pool_gradients=pool_gradients):
                 lines, groups = example_graph()
                 mp = fake_memory_planning(groups)
                 mp.V.graph.is_backward = phase == "backward"
                 mp.V.graph.is_inference = phase == "inference"
+                options = {} if pool_gradients is None else {
+                    "pool_gradients": pool_gradients}
                 hook._install_on(mp, self.client, "auto", None, "events",
-                                 pool_gradients=pool_gradients)
+                                 **options)
                 with warnings.catch_warnings():
                     warnings.simplefilter("error")  # no fallback warning
                     mp.MemoryPlanner().plan(lines)

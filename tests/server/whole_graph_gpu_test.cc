@@ -9,7 +9,9 @@
 // `memplan_measured` (per configuration that ran: memplan_intermediates,
 // _combined, _none with strategy optimal, memplan_partition and
 // _partition_none with strategy auto; the file now holds partition and
-// combined), and each configuration's own request where it differed.
+// combined, and for training graphs partition_grads: partition with a
+// backward's gradients in shared pools), and each configuration's own
+// request where it differed.
 //
 // For every graph this test plans the request as each configuration did,
 // through the service (in process), and checks:
@@ -97,6 +99,10 @@ constexpr KnownGap kKnownGaps[] = {
     // t5's first backward graph in call order, pool mode combined: 0.3 MiB
     // over on 16 MiB.
     {"t5.training.4", 0.02, kCombinedBackward},
+    // t5's last backward graph, gradients in shared pools (run P,
+    // partition_grads): 1 MiB under on 21 MiB (20.0 predicted, as default's
+    // and partition's measured).
+    {"t5.training.7", 0.05, kUndiagnosed},
 };
 
 constexpr double kTarget = 0.01;  // issue 20: within 1%
@@ -124,6 +130,9 @@ const std::map<std::string, Configuration>& Configurations() {
           {"partition", {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES}},
           {"partition_none", {v1::STRATEGY_AUTO, v1::POOL_MODE_NONE}},
           {"partition_cold", {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES}},
+          // install(pool_gradients=True): its backward requests carry
+          // options.outputs_released_together.
+          {"partition_grads", {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES}},
       };
   return *kConfigurations;
 }
