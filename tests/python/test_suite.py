@@ -232,5 +232,32 @@ class CapturedRequestsTest(unittest.TestCase):
                                             {"events": [2]}))
 
 
+class GradientMemoryTest(unittest.TestCase):
+    def test_a_pool_of_gradients_is_one_storage_of_their_bytes(self):
+        # Two gradients in one 96-byte storage (a pool), one of its own:
+        # 2 storages; a pool slot no gradient uses shows as storage bytes
+        # above the gradients'.
+        def grad(ptr, nbytes, numel):
+            storage = types.SimpleNamespace(data_ptr=lambda: ptr,
+                                            nbytes=lambda: nbytes)
+            return types.SimpleNamespace(
+                untyped_storage=lambda: storage, numel=lambda: numel,
+                element_size=lambda: 4)
+        params = [types.SimpleNamespace(grad=grad(1000, 96, 8)),
+                  types.SimpleNamespace(grad=grad(1000, 96, 16)),
+                  types.SimpleNamespace(grad=grad(5000, 64, 16)),
+                  types.SimpleNamespace(grad=None)]
+        torch = types.SimpleNamespace(cuda=types.SimpleNamespace(
+            memory_allocated=lambda: 1160))
+        self.assertEqual(suite.gradient_memory(torch, params, 1000), {
+            "gradient_bytes": 160, "gradient_storage_bytes": 160,
+            "gradient_storages": 2, "end_allocated": 160})
+        params[1].grad = None  # its slot stays in the pool's storage
+        self.assertEqual(
+            suite.gradient_memory(torch, params, 1000)["gradient_bytes"], 96)
+        self.assertEqual(suite.gradient_memory(
+            torch, params, 1000)["gradient_storage_bytes"], 160)
+
+
 if __name__ == "__main__":
     unittest.main()
