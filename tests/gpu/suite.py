@@ -947,7 +947,10 @@ class GraphCalls:
     inference graph): while `measuring`, records per call the peak allocated
     and reserved above the graph's entry (peak statistics reset at entry,
     read at return) and the allocator calls the graph made
-    (allocation.all.allocated); with `snapshots`, also the allocator's
+    (allocation.all.allocated), the bytes allocated at the entry
+    (`entry_allocated`) and the most allocated since the previous graph's
+    entry or the step's start (`peak_before_entry`: both absolute, for
+    where the step's peak falls between graphs); with `snapshots`, also the allocator's
     segments at the entry: per segment [pool ("small" or "large"), bytes,
     [[block bytes, state ("active_allocated", "inactive", ...)], ...]] in
     address order."""
@@ -973,6 +976,7 @@ class GraphCalls:
                            for block in segment["blocks"]]]
                          for segment in sorted(cuda.memory_snapshot(),
                                                key=lambda s: s["address"])]
+            peak_before = cuda.max_memory_allocated()
             cuda.reset_peak_memory_stats()
             base = cuda.memory_allocated()
             base_reserved = cuda.memory_reserved()
@@ -987,6 +991,8 @@ class GraphCalls:
                     "reserved": cuda.max_memory_reserved() - base_reserved,
                     "calls": cuda.memory_stats().get(
                         "allocation.all.allocated", 0) - base_calls,
+                    "entry_allocated": base,
+                    "peak_before_entry": peak_before,
                     **({"entry_segments": entry} if entry is not None
                        else {})})
 
@@ -1623,9 +1629,15 @@ def run_worker(args):
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         calls.calls = []
+        torch.cuda.reset_peak_memory_stats()
+        worker["graph_step_start"] = torch.cuda.memory_allocated()
         calls.measuring = True
         out = step(fn)
         calls.measuring = False
+        torch.cuda.synchronize()
+        # The most allocated since the last graph's entry (absolute): after
+        # the last graph returned, autograd's accumulation and the rest.
+        worker["graph_step_tail_peak"] = torch.cuda.max_memory_allocated()
         del out
         worker["graph_calls"] = calls.calls
         if args.trace_lines:
