@@ -33,9 +33,11 @@
 // additions and maxima over the positions (core/range_max_tree.h) make each
 // trial O(log n), so a graph of n buffers takes O(n k log n) for k trial
 // pools per buffer (at most kTrialPools), per candidate below (at most 11
-// shapes, the 9 sharing ones each planned again at most 3 times: 38), plus per
-// candidate at most 33 allocator replays of O(m log m) for m blocks (the
-// suite's largest graph: 17 ms on a 2-core machine, docs/gpu.md).
+// shapes, the 9 sharing ones each planned again at most 3 times: 38; with
+// outputs released together every shape twice: 76), plus per candidate at
+// most 33 allocator replays of O(m log m) for m blocks (the suite's
+// largest graph: 13 ms on a 2-core machine, 29 ms with outputs released
+// together, docs/gpu.md).
 //
 // The reserved bytes: a pool the caching allocator cannot serve from its
 // cached blocks takes a new segment, which the allocator keeps
