@@ -212,6 +212,7 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
       Bytes output_bytes = 0;      // its outputs' sizes, each aligned up
       size_t largest = kNoBuffer;  // its largest buffer (first of equals)
       int64_t unaligned = 0;       // buffers whose size % alignment != 0
+      int64_t outputs = 0;
       int64_t unaligned_outputs = 0;
     };
     std::vector<PoolContents> contents(plan.pools.size());
@@ -232,6 +233,7 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
             " gives every output a pool of its own)"));
       }
       if (pool.output == kNoBuffer) pool.output = i;
+      ++pool.outputs;
       pool.output_bytes += AlignUp(buffer.size, alignment);
       if (buffer.size % alignment != 0) ++pool.unaligned_outputs;
     }
@@ -254,9 +256,7 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
                 : contents[p].unaligned_outputs);
       const Bytes bound = bound_size + padded * alignment;
       if (plan.pools[p].size > bound) {
-        const bool several =
-            !none && contents[p].output_bytes >
-                         AlignUp(problem.buffers[bound_by].size, alignment);
+        const bool several = !none && contents[p].outputs > 1;
         return absl::InternalError(absl::StrCat(
             PoolLabel(plan, p), ": size ", plan.pools[p].size, " > ", bound,
             ": ",
