@@ -22,7 +22,9 @@ configuration's graphs to another. The configurations:
                    mode <mode> (intermediates, combined, none), strategy
                    optimal: the pools of least bytes
   memplan_partition  the same with strategy auto, which partitions the
-                   pools against the whole graph's peak
+                   pools against the whole graph's peak, each of a training
+                   backward's gradients in a pool of its own
+                   (install(..., pool_gradients=False))
   memplan_partition_none  strategy auto in pool mode none: partitioned
                    pools that never grow past their first buffer
   memplan_partition_cold  memplan_partition without the caching
@@ -34,7 +36,8 @@ configuration's graphs to another. The configurations:
                    the caching allocator aligns default's buffers
   memplan_partition_grads  memplan_partition with a training backward's
                    gradients in shared pools (install(...,
-                   pool_gradients=True): outputs released together)
+                   pool_gradients=True), the hook's default: outputs
+                   released together); memplan as the hook ships
 
 Workers run in waves per GPU: a wave is every configuration of
 max(1, parallel // configurations) (model, mode) pairs, started together
@@ -112,7 +115,8 @@ MODELS = VISION + TRANSFORMERS + DYNAMIC
 # (install's entry_cache) but the ones named here.
 COLD = ("memplan_partition_cold",)
 # Configurations whose training backward graphs pool gradients together
-# (install's pool_gradients=True).
+# (install's pool_gradients=True, its default); every other memplan
+# configuration passes False.
 GRADIENTS_POOLED = ("memplan_partition_grads",)
 CONFIGS = {
     "default": (None, None),

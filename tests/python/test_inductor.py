@@ -1210,11 +1210,13 @@ class ServiceTest(unittest.TestCase):
 
     def test_a_backward_graphs_outputs_go_as_released_together(self):
         # A training backward's outputs are its gradients, which autograd
-        # takes together as it returns: with pool_gradients=True its
-        # request says so (not by default); an inference graph's never.
+        # takes together as it returns: its request says so by default and
+        # with pool_gradients=True, not with False; an inference graph's
+        # never.
         for phase, pool_gradients, together in (
-                ("backward", True, True), ("backward", None, False),
-                ("inference", True, False)):
+                ("backward", True, True), ("backward", None, True),
+                ("backward", False, False), ("inference", True, False),
+                ("inference", None, False)):
             with self.subTest(phase=phase, pool_gradients=pool_gradients):
                 lines, groups = example_graph()
                 mp = fake_memory_planning(groups)

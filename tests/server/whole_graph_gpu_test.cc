@@ -87,6 +87,18 @@ constexpr char kResnet50Backward[] =
     "in the traced step: the traced and measured steps start from "
     "different allocator states; not diagnosed";
 constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
+// t5 breaks into four graphs: its last backward (the first forward's) runs
+// after three other backward graphs, whose gradients stay allocated, and
+// its request carries only its own forward. Run A (docs/gpu.md) repeated
+// run P's 1,041,408 B over (a block's unsplit rest, under 1 MiB): with
+// gradient pools the graph's entry held 647,664,128 B against 645,057,024
+// with a pool per gradient (the earlier backwards' gradient pools taking
+// their blocks otherwise), the same graph's predictions exact in the
+// other two configurations.
+constexpr char kEarlierGraphs[] =
+    "the allocator state the step's earlier backward graphs leave (their "
+    "gradient pools: 2.6 MB more allocated at this graph's entry than "
+    "with a pool per gradient), which the request does not describe";
 
 constexpr KnownGap kKnownGaps[] = {
     {"resnet18.training.1", 0.05, kResnet18Backward},
@@ -99,10 +111,10 @@ constexpr KnownGap kKnownGaps[] = {
     // t5's first backward graph in call order, pool mode combined: 0.3 MiB
     // over on 16 MiB.
     {"t5.training.4", 0.02, kCombinedBackward},
-    // t5's last backward graph, gradients in shared pools (run P,
-    // partition_grads): 1 MiB under on 21 MiB (20.0 predicted, as default's
-    // and partition's measured).
-    {"t5.training.7", 0.05, kUndiagnosed},
+    // t5's last backward graph, gradients in shared pools (runs P and A,
+    // partition_grads): 1 MiB under on 21 MiB (20.0 predicted, as
+    // partition's measured).
+    {"t5.training.7", 0.05, kEarlierGraphs},
 };
 
 constexpr double kTarget = 0.01;  // issue 20: within 1%
