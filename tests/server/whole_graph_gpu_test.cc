@@ -89,8 +89,9 @@ constexpr char kResnet50Backward[] =
 constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
 // t5 breaks into four graphs: its last backward (the first forward's) runs
 // after three other backward graphs, whose gradients stay allocated, and
-// its request carries only its own forward. Run A (docs/gpu.md) repeated
-// run P's 1,041,408 B over (a block's unsplit rest, under 1 MiB): with
+// its request carries only its own forward. In run A (docs/gpu.md), as in
+// run P, the GPU measured 1,041,408 B more than predicted (a block's
+// unsplit rest, under 1 MiB); with
 // gradient pools the graph's entry held 647,664,128 B against 645,057,024
 // with a pool per gradient (the earlier backwards' gradient pools taking
 // their blocks otherwise), the same graph's predictions exact in the
