@@ -91,11 +91,10 @@ constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
 // after three other backward graphs, whose gradients stay allocated, and
 // its request carries only its own forward. In run A (docs/gpu.md), as in
 // run P, the GPU measured 1,041,408 B more than predicted (a block's
-// unsplit rest, under 1 MiB); with
-// gradient pools the graph's entry held 647,664,128 B against 645,057,024
-// with a pool per gradient (the earlier backwards' gradient pools taking
-// their blocks otherwise), the same graph's predictions exact in the
-// other two configurations.
+// unsplit rest, under 1 MiB); with gradient pools the graph's entry held
+// 647,664,128 B against 645,057,024 with a pool per gradient (the earlier
+// backwards' gradient pools taking their blocks otherwise), the same
+// graph's predictions exact in the other two configurations.
 constexpr char kEarlierGraphs[] =
     "the allocator state the step's earlier backward graphs leave (their "
     "gradient pools: 2.6 MB more allocated at this graph's entry than "
