@@ -182,8 +182,10 @@ def parse_args():
                         help="memory runs: record the caching allocator's "
                         "segments (torch.cuda.memory_snapshot(): each "
                         "block's size and state) at every compiled graph's "
-                        "entry in the step that measures the graphs "
-                        "(GraphCalls; diagnosis)")
+                        "entry in the step that measures the graphs, and "
+                        "every allocation, free and cudaMalloc during the "
+                        "graph (the allocator's memory history; GraphCalls; "
+                        "diagnosis)")
     parser.add_argument("--worker", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
@@ -946,17 +948,55 @@ def graph_identity(graph):
                 "inference" if kwargs.get("is_inference") else "forward")}
 
 
-def allocation_site(block):
-    """Where a snapshot's allocated block was allocated, as a one-element
-    list of its innermost Python frames ("file:line function", at most 6,
-    innermost first) where the allocator's memory history recorded them
-    (--entry-snapshots turns it on); else empty."""
-    frames = [f for f in block.get("frames") or ()
+def python_site(frames):
+    """A one-element list of the innermost Python frames of a memory-history
+    record's `frames` ("file:line function", at most 6, innermost first),
+    or empty where it has none."""
+    frames = [f for f in frames or ()
               if f.get("filename", "").endswith(".py")]
-    if block.get("state") != "active_allocated" or not frames:
+    if not frames:
         return []
     return [[f"{os.path.basename(f['filename'])}:{f.get('line')} "
              f"{f.get('name')}" for f in frames[:6]]]
+
+
+def allocation_site(block):
+    """Where a snapshot's allocated block was allocated (python_site) where
+    the allocator's memory history recorded it (--entry-snapshots turns it
+    on); else empty."""
+    if block.get("state") != "active_allocated":
+        return []
+    return python_site(block.get("frames"))
+
+
+# --entry-snapshots: the allocator's memory history keeps this many of its
+# latest actions (torch.cuda.memory._record_memory_history's max_entries).
+HISTORY_ENTRIES = 200000
+# The actions allocator_trace keeps (the history also records
+# "free_requested", "oom", "snapshot" and expandable segments' mappings).
+TRACE_ACTIONS = ("alloc", "free_completed", "segment_alloc", "segment_free")
+
+
+def allocator_trace(before, after, device):
+    """The caching allocator's actions on `device` (an index) between two
+    torch.cuda.memory._snapshot()s taken while its memory history records
+    (before: at a graph's entry, after: at its return), in order:
+    [[action (TRACE_ACTIONS), bytes, address, *python_site], ...]: an
+    "alloc"'s or "free_completed"'s bytes are the bytes requested (its
+    block may be larger: a cached block taken whole), a "segment_alloc"'s
+    the segment cudaMalloc'd (the reserved bytes growing). None where the
+    history may have dropped actions (its ring of HISTORY_ENTRIES full by
+    the return) or has no trace for the device."""
+    def trace_of(snapshot):
+        traces = snapshot.get("device_traces") or []
+        return traces[device] if device < len(traces) else None
+    first, last = trace_of(before), trace_of(after)
+    if first is None or last is None or len(last) >= HISTORY_ENTRIES:
+        return None
+    return [[entry["action"], entry.get("size", 0), entry.get("addr", 0),
+             *python_site(entry.get("frames"))]
+            for entry in last[len(first):]
+            if entry.get("action") in TRACE_ACTIONS]
 
 
 class GraphCalls:
@@ -967,10 +1007,12 @@ class GraphCalls:
     (allocation.all.allocated), the bytes allocated at the entry
     (`entry_allocated`) and the most allocated since the previous graph's
     entry or the step's start (`peak_before_entry`: both absolute, for
-    where the step's peak falls between graphs); with `snapshots`, also the allocator's
-    segments at the entry: per segment [pool ("small" or "large"), bytes,
-    [[block bytes, state ("active_allocated", "inactive", ...)], ...]] in
-    address order."""
+    where the step's peak falls between graphs); with `snapshots` (the
+    allocator's memory history recording), also the allocator's segments at
+    the entry (`entry_segments`): per segment [pool ("small" or "large"),
+    bytes, [[block bytes, state ("active_allocated", "inactive", ...),
+    *allocation_site], ...] in address order, the segment's address], and
+    what the allocator did during the call (`trace`: allocator_trace)."""
 
     def __init__(self, torch, snapshots=False):
         from torch._inductor.output_code import CompiledFxGraph
@@ -985,14 +1027,16 @@ class GraphCalls:
             if not graph_calls.measuring:
                 return original(graph, inputs)
             cuda = graph_calls.torch.cuda
-            entry = None
+            entry = before = None
             if graph_calls.snapshots:
+                before = cuda.memory._snapshot()
                 entry = [[segment.get("segment_type", ""),
                           segment["total_size"],
                           [[block["size"], block["state"],
                             *allocation_site(block)]
-                           for block in segment["blocks"]]]
-                         for segment in sorted(cuda.memory_snapshot(),
+                           for block in segment["blocks"]],
+                          segment["address"]]
+                         for segment in sorted(before["segments"],
                                                key=lambda s: s["address"])]
             peak_before = cuda.max_memory_allocated()
             cuda.reset_peak_memory_stats()
@@ -1003,6 +1047,12 @@ class GraphCalls:
             try:
                 return original(graph, inputs)
             finally:
+                if before is not None:
+                    entry_trace = {"trace": allocator_trace(
+                        before, cuda.memory._snapshot(),
+                        cuda.current_device())}
+                else:
+                    entry_trace = {}
                 graph_calls.calls.append({
                     **graph_identity(graph),
                     "peak": cuda.max_memory_allocated() - base,
@@ -1012,7 +1062,8 @@ class GraphCalls:
                     "entry_allocated": base,
                     "peak_before_entry": peak_before,
                     **({"entry_segments": entry} if entry is not None
-                       else {})})
+                       else {}),
+                    **entry_trace})
 
         CompiledFxGraph.__call__ = call
 
@@ -1578,8 +1629,10 @@ def run_worker(args):
         out = step(fn)
         if args.entry_snapshots:
             # Allocation sites for the entry snapshots' allocated blocks
-            # (allocation_site), from the measured steps on.
-            torch.cuda.memory._record_memory_history(max_entries=200000)
+            # (allocation_site) and each graph's allocator_trace, from the
+            # measured steps on.
+            torch.cuda.memory._record_memory_history(
+                max_entries=HISTORY_ENTRIES)
         torch.cuda.synchronize()
         m["compile_seconds"] = round(time.time() - begin, 2)
         out = step(fn)  # once more: autotuning done

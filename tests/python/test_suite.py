@@ -1,6 +1,7 @@
 """The GPU suite's tables and records (tests/gpu/suite.py), without a GPU:
 the --step-time rule for noise, its table's ratios and summary, how a
-step-time worker's record is merged, and the output check against eager."""
+step-time worker's record is merged, the output check against eager, and
+the allocator's actions a graph call records."""
 import json
 import os
 import sys
@@ -126,6 +127,39 @@ class LineTracePeakTest(unittest.TestCase):
             [["buf0 = empty_strided_cuda((4,))", 64, 64],
              ["del arg0_1", -100, 64]]),
             (64, "buf0 = empty_strided_cuda((4,))", 0))
+
+
+class AllocatorTraceTest(unittest.TestCase):
+
+    @staticmethod
+    def entry(action, size, addr, frames=()):
+        return {"action": action, "size": size, "addr": addr,
+                "frames": [{"filename": f"/x/{name}.py", "line": line,
+                            "name": name} for name, line in frames]}
+
+    def test_the_graphs_actions_with_their_python_sites(self):
+        old = [self.entry("alloc", 512, 4096)]
+        during = [self.entry("free_requested", 512, 4096),
+                  self.entry("free_completed", 512, 4096),
+                  self.entry("segment_alloc", 20 << 20, 1 << 30),
+                  self.entry("alloc", 3 << 20, 1 << 30,
+                             [("wrapper", 12), ("call", 3)]),
+                  self.entry("snapshot", 0, 0)]
+        before = {"device_traces": [old]}
+        after = {"device_traces": [old + during]}
+        self.assertEqual(suite.allocator_trace(before, after, 0), [
+            ["free_completed", 512, 4096],
+            ["segment_alloc", 20 << 20, 1 << 30],
+            ["alloc", 3 << 20, 1 << 30, ["wrapper.py:12 wrapper",
+                                         "call.py:3 call"]]])
+
+    def test_none_where_the_history_may_have_dropped_actions(self):
+        full = [self.entry("alloc", 512, 0)] * suite.HISTORY_ENTRIES
+        self.assertIsNone(suite.allocator_trace(
+            {"device_traces": [full[1:]]}, {"device_traces": [full]}, 0))
+        # No trace for the device: none recorded.
+        self.assertIsNone(suite.allocator_trace(
+            {"device_traces": [[]]}, {"device_traces": [[]]}, 1))
 
 
 class MergeStepTimesTest(unittest.TestCase):
