@@ -148,8 +148,8 @@ AllocatorReplay ReplayCachingAllocator(const std::vector<MemoryBlock>& blocks,
   for (const CachedBlock& block : cached) {
     if (block.size > 0) model.Cache(block.size, block.small_pool);
   }
-  // (position, 0 = free / 1 = allocate, block index).
-  std::vector<std::tuple<int64_t, int, size_t>> events;
+  // (position, step, 0 = free / 1 = allocate, block index).
+  std::vector<std::tuple<int64_t, int32_t, int, size_t>> events;
   events.reserve(2 * blocks.size());
   std::vector<int32_t>& handles = replay.handles;
   handles.assign(blocks.size(), -1);
@@ -159,20 +159,24 @@ AllocatorReplay ReplayCachingAllocator(const std::vector<MemoryBlock>& blocks,
     if (b.freed_input && b.start_block >= 0) {
       if (start == nullptr || !model.in_use(b.start_block)) continue;
       handles[i] = b.start_block;
-      events.emplace_back(b.begin, 0, i);
+      events.emplace_back(b.begin, b.step, 0, i);
       continue;
     }
     if (b.size <= 0) continue;
     if (b.freed_input) {
       handles[i] = model.Adopt(b.size);
-      events.emplace_back(b.begin, 0, i);
+      events.emplace_back(b.begin, b.step, 0, i);
       continue;
     }
-    events.emplace_back(b.begin, 1, i);
-    if (b.end != kNeverFreed) events.emplace_back(b.end, 0, i);
+    events.emplace_back(b.begin, b.step, 1, i);
+    if (b.free_step > b.step) {
+      events.emplace_back(b.begin, b.free_step, 0, i);
+    } else if (b.end != kNeverFreed) {
+      events.emplace_back(b.end, 0, 0, i);
+    }
   }
   std::sort(events.begin(), events.end());
-  for (const auto& [position, allocate, i] : events) {
+  for (const auto& [position, step, allocate, i] : events) {
     if (allocate == 1) {
       handles[i] = model.Malloc(blocks[i].size);
       replay.created_segment[i] = model.created_segment();

@@ -151,9 +151,10 @@ struct AllocatorReplay {
 // Replays `blocks` (core/graph_memory.h's blocks of one device) through a
 // CachingAllocatorModel from a cache holding `cached` (the device's free
 // blocks at the entry, in order; empty: an empty cache): freed inputs
-// adopted first (in order), then at each position the frees (blocks ending
-// there, inputs freed there) before the allocations, each group in the blocks'
-// order. Blocks of size 0 or with an empty range allocate nothing. O(k log k)
+// adopted first (in order), then at each position, step by step
+// (MemoryBlock::step, free_step), the frees (blocks ending there, inputs
+// freed there) before the allocations, each group in the blocks' order.
+// Blocks of size 0 or with an empty range allocate nothing. O(k log k)
 // for k blocks and cached blocks.
 //
 // `start` (not null): the model starts from that state instead of an empty

@@ -15,7 +15,12 @@ std::ostream& operator<<(std::ostream& os, const MemoryBlock& block) {
   } else {
     os << block.end;
   }
-  return os << ")" << (block.freed_input ? "-" : "+") << block.size;
+  os << ")" << (block.freed_input ? "-" : "+") << block.size;
+  if (block.step != 0 || block.free_step != 0) {
+    os << "@" << block.step;
+    if (block.free_step > block.step) os << "-" << block.free_step;
+  }
+  return os;
 }
 
 Bytes AllocatorBytes(Bytes size, Bytes block) {
@@ -24,25 +29,29 @@ Bytes AllocatorBytes(Bytes size, Bytes block) {
 }
 
 Bytes PeakAboveEntry(const std::vector<MemoryBlock>& blocks, Bytes block) {
-  // (position, change in bytes): the changes at one position all apply
-  // before the total there is read.
-  std::vector<std::pair<int64_t, Bytes>> changes;
+  // ((position, step), change in bytes): the changes at one step of a
+  // position all apply before the total there is read.
+  std::vector<std::pair<std::pair<int64_t, int32_t>, Bytes>> changes;
   changes.reserve(2 * blocks.size());
   for (const MemoryBlock& b : blocks) {
     if (b.begin >= b.end) continue;
     const Bytes bytes = AllocatorBytes(b.size, block);
     if (bytes == 0) continue;
     const Bytes signed_bytes = b.freed_input ? -bytes : bytes;
-    changes.emplace_back(b.begin, signed_bytes);
-    if (b.end != kNeverFreed) changes.emplace_back(b.end, -signed_bytes);
+    changes.push_back({{b.begin, b.step}, signed_bytes});
+    if (b.free_step > b.step) {
+      changes.push_back({{b.begin, b.free_step}, -signed_bytes});
+    } else if (b.end != kNeverFreed) {
+      changes.push_back({{b.end, 0}, -signed_bytes});
+    }
   }
   std::sort(changes.begin(), changes.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   Bytes total = 0;
   Bytes peak = 0;
   for (size_t i = 0; i < changes.size();) {
-    const int64_t position = changes[i].first;
-    for (; i < changes.size() && changes[i].first == position; ++i) {
+    const std::pair<int64_t, int32_t> at = changes[i].first;
+    for (; i < changes.size() && changes[i].first == at; ++i) {
       total += changes[i].second;
     }
     peak = std::max(peak, total);

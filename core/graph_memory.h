@@ -57,10 +57,28 @@ struct MemoryBlock {
   // (DeviceMemory::start): that block's handle (its size is `size`); -1:
   // a block of its own.
   int32_t start_block = -1;
+  // The order inside position `begin`, for the allocations one extern
+  // kernel's call makes one after another (WrapperLine::call): the
+  // allocation happens at step `step` of its position (steps in
+  // increasing order, 0 first; at each step the frees before the
+  // allocations). `free_step` > step (scratch memory the call frees
+  // before it returns; `end` is then begin + 1): the block is freed at
+  // step `free_step` of position `begin`, not at `end`. Readers that
+  // see positions only take such a block as live over [begin, begin + 1),
+  // beside everything else allocated there:
+  //
+  //   position i, steps:   0     1     2     3     4      position i + 1
+  //   output 0            [+-----------------------------------
+  //   scratch                   [+----)                     (free_step 2)
+  //   output 1                        [+----------------------
+  //   scratch                               [+----)         (free_step 4)
+  int32_t step = 0;
+  int32_t free_step = 0;
 
   friend bool operator==(const MemoryBlock& a, const MemoryBlock& b) {
     return a.begin == b.begin && a.end == b.end && a.size == b.size &&
-           a.freed_input == b.freed_input && a.start_block == b.start_block;
+           a.freed_input == b.freed_input && a.start_block == b.start_block &&
+           a.step == b.step && a.free_step == b.free_step;
   }
 };
 
@@ -126,7 +144,8 @@ Bytes AllocatorBytes(Bytes size, Bytes block);
 // Returns the most bytes allocated at once over the positions, above the
 // entry (never below 0): the maximum over positions p of the summed
 // allocator bytes (AllocatorBytes(size, block)) of the blocks with
-// begin <= p < end, freed inputs counting negative. O(k log k) for k
+// begin <= p < end, freed inputs counting negative; inside a position, the
+// maximum over its steps (MemoryBlock::step, free_step). O(k log k) for k
 // blocks.
 Bytes PeakAboveEntry(const std::vector<MemoryBlock>& blocks, Bytes block);
 

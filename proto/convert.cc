@@ -139,6 +139,31 @@ absl::StatusOr<WrapperProgram> EventsToProgram(
       }
       line.workspace = event.workspace_bytes();
     }
+    if (event.call_allocations_size() > 0) {
+      if (line.kind != WrapperLineKind::kExternAllocate) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(EventLabel(request, i),
+                         ": call_allocations is for EXTERN_ALLOCATE events "
+                         "only"));
+      }
+      const int64_t count = event.call_allocations_size();
+      for (const v1::CallAllocation& wire : event.call_allocations()) {
+        CallAllocation& call = line.call.emplace_back();
+        if (wire.allocation_case() == v1::CallAllocation::kOutputIndex) {
+          call.output = wire.output_index();
+          if (call.output < 0) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(EventLabel(request, i), ": call_allocations[",
+                             line.call.size() - 1,
+                             "].output_index must be >= 0, got ", call.output));
+          }
+        } else {
+          call.scratch = wire.scratch_bytes();
+          call.freed_before =
+              wire.has_freed_before() ? wire.freed_before() : count;
+        }
+      }
+    }
     if (event.has_scheduler_node()) {
       if (event.scheduler_node() < 0) {
         return absl::InvalidArgumentError(absl::StrCat(

@@ -156,12 +156,14 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
   // Last, and only when there are some, so that a request without them
   // keeps the encoding (and hash) it had before they existed.
   size_t num_workspaces = 0;
+  size_t num_calls = 0;
   if (program != nullptr) {
     for (const WrapperLine& line : program->lines) {
       num_workspaces += line.workspace > 0;
+      num_calls += !line.call.empty();
     }
   }
-  if (!problem.cached_blocks.empty() || num_workspaces > 0) {
+  if (!problem.cached_blocks.empty() || num_workspaces > 0 || num_calls > 0) {
     encoder.U64(problem.cached_blocks.size());
     for (const CachedBlock& block : problem.cached_blocks) {
       encoder.String(block.device);
@@ -169,13 +171,29 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
       encoder.U8(block.small_pool ? 1 : 0);
     }
   }
-  // Then, only when some extern line has one, the workspaces.
-  if (num_workspaces > 0) {
+  // Then, only when some extern line has one or some call allocations,
+  // the workspaces.
+  if (num_workspaces > 0 || num_calls > 0) {
     encoder.U64(num_workspaces);
     for (size_t i = 0; i < program->lines.size(); ++i) {
       if (program->lines[i].workspace <= 0) continue;
       encoder.U64(i);
       encoder.I64(program->lines[i].workspace);
+    }
+  }
+  // Then, only when some extern line has them, the call allocations.
+  if (num_calls > 0) {
+    encoder.U64(num_calls);
+    for (size_t i = 0; i < program->lines.size(); ++i) {
+      const std::vector<CallAllocation>& calls = program->lines[i].call;
+      if (calls.empty()) continue;
+      encoder.U64(i);
+      encoder.U64(calls.size());
+      for (const CallAllocation& call : calls) {
+        encoder.I64(call.output);
+        encoder.I64(call.scratch);
+        encoder.I64(call.freed_before);
+      }
     }
   }
   return encoder.Take();

@@ -63,6 +63,19 @@ struct AllocationInfo {
   bool size_is_data_dependent = false;
 };
 
+// One allocation an extern kernel's call makes (Event.call_allocations):
+// one of its outputs, or scratch memory it frees before it returns.
+struct CallAllocation {
+  // An output: its index in the line's outputs (output_bytes, or 0 for a
+  // kernel with one output); -1: scratch.
+  int64_t output = -1;
+  Bytes scratch = 0;  // scratch: bytes (> 0)
+  // Scratch: freed before the call's allocation of this index (in (this
+  // index, the number of allocations]; that number: when the call
+  // returns).
+  int64_t freed_before = 0;
+};
+
 // One wrapper line. Fields a kind does not use are ignored.
 struct WrapperLine {
   WrapperLineKind kind = WrapperLineKind::kOther;
@@ -83,6 +96,11 @@ struct WrapperLine {
   // workspace, Event.workspace_bytes), one allocation at this line only,
   // after its outputs; 0: none.
   Bytes workspace = 0;
+  // kExternAllocate: the allocations the call makes, in order
+  // (Event.call_allocations; then `workspace` is 0): its outputs the list
+  // names and its scratch blocks, one by one inside this line (outputs it
+  // does not name first, in order); empty: the outputs, then `workspace`.
+  std::vector<CallAllocation> call;
   // kMultiOutput: the index in the kernel's output_bytes.
   int64_t output_index = -1;
   // kReuse: `name` is a graph input whose storage `reused_as` takes over in

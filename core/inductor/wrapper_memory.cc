@@ -37,12 +37,15 @@ class Storages {
   explicit Storages(std::vector<DeviceMemory>& memory) : memory_(memory) {}
 
   // New storages of `sizes` bytes each on device `device` (an index), held
-  // by `name`, allocated at `line`.
+  // by `name`, allocated at `line`, storage k at step steps[k] of it
+  // (MemoryBlock::step; empty: step 0).
   void Allocate(const std::string& name, size_t device,
-                const std::vector<Bytes>& sizes, int64_t line) {
+                const std::vector<Bytes>& sizes, int64_t line,
+                const std::vector<int32_t>& steps = {}) {
     std::vector<size_t>& held = held_[name];
-    for (Bytes size : sizes) {
-      storages_.push_back(Storage{device, size, line, 1, false});
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      storages_.push_back(Storage{device, sizes[k], line, 1, false});
+      if (k < steps.size()) storages_.back().step = steps[k];
       held.push_back(storages_.size() - 1);
     }
   }
@@ -105,6 +108,7 @@ class Storages {
     bool input = false;  // a graph input's, allocated before the entry
     int32_t start_block = -1;
     int32_t block = -1;  // its index in its device's blocks, once emitted
+    int32_t step = 0;    // MemoryBlock::step of its allocation
   };
   void Emit(Storage& s, int64_t end) {
     s.holders = 0;
@@ -112,7 +116,9 @@ class Storages {
     s.block = static_cast<int32_t>(blocks.size());
     blocks.push_back(s.input ? MemoryBlock{end, kNeverFreed, s.size,
                                            /*freed_input=*/true, s.start_block}
-                             : MemoryBlock{s.begin, end, s.size});
+                             : MemoryBlock{s.begin, end, s.size,
+                                           /*freed_input=*/false,
+                                           /*start_block=*/-1, s.step});
   }
   std::vector<DeviceMemory>& memory_;
   std::vector<Storage> storages_;
@@ -128,19 +134,35 @@ bool ApplyUnplanned(const WrapperLine& line, int64_t i,
                     std::vector<DeviceMemory>& memory,
                     EntryReleases& releases) {
   switch (line.kind) {
-    case WrapperLineKind::kExternAllocate:
-      storages.Allocate(line.name, devices[line.allocation.device],
-                        line.output_bytes.empty()
-                            ? std::vector<Bytes>{line.allocation.size}
-                            : line.output_bytes,
-                        i);
+    case WrapperLineKind::kExternAllocate: {
+      const size_t device = devices[line.allocation.device];
+      const std::vector<Bytes> outputs =
+          line.output_bytes.empty() ? std::vector<Bytes>{line.allocation.size}
+                                    : line.output_bytes;
+      // The call's allocations one by one: allocation k at step k + 1 (the
+      // outputs it does not name at step 0), scratch freed at the step of
+      // the allocation it is freed before.
+      std::vector<int32_t> steps(outputs.size(), 0);
+      for (size_t k = 0; k < line.call.size(); ++k) {
+        const CallAllocation& call = line.call[k];
+        const int32_t step = static_cast<int32_t>(k) + 1;
+        if (call.output >= 0) {
+          steps[call.output] = step;
+          continue;
+        }
+        MemoryBlock scratch{i, i + 1, call.scratch};
+        scratch.step = step;
+        scratch.free_step = static_cast<int32_t>(call.freed_before) + 1;
+        memory[device].blocks.push_back(scratch);
+      }
+      storages.Allocate(line.name, device, outputs, i, steps);
       // The workspace: allocated and freed inside the call, beside the
       // outputs, so at this line only.
       if (line.workspace > 0) {
-        memory[devices[line.allocation.device]].blocks.push_back(
-            MemoryBlock{i, i + 1, line.workspace});
+        memory[device].blocks.push_back(MemoryBlock{i, i + 1, line.workspace});
       }
       return true;
+    }
     case WrapperLineKind::kReuse: {
       if (!line.reuses_input) return false;
       if (!releases.Sourced(line.name)) {
@@ -177,6 +199,50 @@ bool ApplyUnplanned(const WrapperLine& line, int64_t i,
     default:
       return false;
   }
+}
+
+// The errors of an EXTERN_ALLOCATE's call allocations (`label` names the
+// line): an output index out of range or named twice, scratch bytes
+// outside (0, kMaxBufferBytes], freed_before outside (its index, the
+// number of allocations], or a workspace beside them.
+absl::Status CheckCall(const WrapperLine& line, const std::string& label) {
+  if (line.call.empty()) return absl::OkStatus();
+  if (line.workspace != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": workspace_bytes and call_allocations are exclusive"));
+  }
+  const size_t outputs = std::max<size_t>(1, line.output_bytes.size());
+  std::vector<bool> named(outputs, false);
+  const int64_t count = static_cast<int64_t>(line.call.size());
+  for (int64_t k = 0; k < count; ++k) {
+    const CallAllocation& call = line.call[k];
+    const std::string field =
+        absl::StrCat(label, ": call_allocations[", k, "]");
+    if (call.output >= 0) {
+      if (static_cast<size_t>(call.output) >= outputs) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".output_index must be in [0, ", outputs,
+                         "), got ", call.output));
+      }
+      if (named[call.output]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            field, ".output_index ", call.output, " is named twice"));
+      }
+      named[call.output] = true;
+      continue;
+    }
+    if (call.scratch <= 0 || call.scratch > kMaxBufferBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".scratch_bytes must be in (0, ", kMaxBufferBytes,
+                       "], got ", call.scratch));
+    }
+    if (call.freed_before <= k || call.freed_before > count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".freed_before must be in (", k, ", ", count,
+                       "], got ", call.freed_before));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -390,6 +456,10 @@ absl::Status CheckLinesOutsideThePlan(const WrapperProgram& program,
         }
         if (absl::Status status =
                 check_bytes(i, "workspace_bytes", line.workspace);
+            !status.ok()) {
+          return status;
+        }
+        if (absl::Status status = CheckCall(line, line_label(i));
             !status.ok()) {
           return status;
         }

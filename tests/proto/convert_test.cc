@@ -787,6 +787,22 @@ TEST(RequestToProblemTest, LinesOutsideThePlanNameTheEventAndField) {
   ExpectInvalid(request,
                 {"events[0] (\"conv\"): workspace_bytes must be in [0, "});
   request = WholeGraphEvents();
+  request.mutable_events(3)->add_call_allocations()->set_scratch_bytes(64);
+  ExpectInvalid(request, {"events[3] (\"saved\"): call_allocations is for "
+                          "EXTERN_ALLOCATE events only"});
+  request = WholeGraphEvents();
+  request.mutable_events(0)->add_call_allocations()->set_output_index(-1);
+  ExpectInvalid(request, {"events[0] (\"conv\"): call_allocations[0]."
+                          "output_index must be >= 0, got -1"});
+  request = WholeGraphEvents();
+  request.mutable_events(0)->add_call_allocations()->set_scratch_bytes(64);
+  request.mutable_events(0)->mutable_call_allocations(0)->set_freed_before(0);
+  ExpectInvalid(request, {"events[0] (\"conv\"): call_allocations[0]."
+                          "freed_before must be in (0, 1], got 0"});
+  request = WholeGraphEvents();
+  request.mutable_events(0)->add_call_allocations()->set_scratch_bytes(64);
+  EXPECT_TRUE(RequestToProblem(request).ok());
+  request = WholeGraphEvents();
   v1::Event* bind = request.mutable_events(2);
   bind->set_kind(v1::EVENT_KIND_MULTI_OUTPUT);
   bind->set_name("conv");

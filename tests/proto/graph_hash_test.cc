@@ -291,10 +291,20 @@ TEST(GraphHashTest, WorkspacesAreAppendedLast) {
   last.mutable_events(4)->set_workspace_bytes(4096);
   v1::PlanMemoryRequest larger = request;
   larger.mutable_events(0)->set_workspace_bytes(8192);
-  const std::set<std::string> hashes = {plain, RequestGraphHash(first).value(),
+  // The call's allocations one by one: their own part of the hash.
+  v1::PlanMemoryRequest calls = request;
+  v1::CallAllocation* scratch = calls.mutable_events(0)->add_call_allocations();
+  scratch->set_scratch_bytes(4096);
+  calls.mutable_events(0)->add_call_allocations()->set_output_index(0);
+  v1::PlanMemoryRequest later = calls;
+  later.mutable_events(0)->mutable_call_allocations(0)->set_freed_before(1);
+  const std::set<std::string> hashes = {plain,
+                                        RequestGraphHash(first).value(),
                                         RequestGraphHash(last).value(),
-                                        RequestGraphHash(larger).value()};
-  EXPECT_EQ(hashes.size(), 4u);
+                                        RequestGraphHash(larger).value(),
+                                        RequestGraphHash(calls).value(),
+                                        RequestGraphHash(later).value()};
+  EXPECT_EQ(hashes.size(), 6u);
 }
 
 // The request-level hash is the problem-level one of the resolved request:

@@ -264,6 +264,72 @@ TEST(TimelineOfLinesTest, AWorkspaceIsLiveAtItsKernelsLineOnly) {
   EXPECT_EQ(peaks.baseline_allocations, 5);
 }
 
+CallAllocation Output(int64_t index) {
+  CallAllocation call;
+  call.output = index;
+  return call;
+}
+
+CallAllocation Scratch(Bytes bytes, int64_t freed_before) {
+  CallAllocation call;
+  call.scratch = bytes;
+  call.freed_before = freed_before;
+  return call;
+}
+
+// An extern kernel's allocations one by one (WrapperLine::call), with
+// CUDA's 512-byte block, from an empty cache:
+//   line 0 EXTERN bwd: outputs gi (3 MiB), gw (4 MiB); the call allocates
+//          copy (3 MiB), gi, gw, then frees copy, then ws (2 MiB), freed
+//          at its return
+//   line 1 kernel
+// The copy's bytes return before ws is allocated, which takes them: the
+// peak is copy + gi + gw = 10 MiB (one workspace of copy + ws after the
+// outputs would give 12), in one 20 MiB segment, four Malloc calls.
+TEST(TimelineOfLinesTest, ACallsAllocationsReplayOneByOne) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  WrapperProgram program;
+  program.lines = {Extern("bwd", 7 * kMiB, {3 * kMiB, 4 * kMiB}), Kernel()};
+  program.lines[0].call = {Scratch(3 * kMiB, 3), Output(0), Output(1),
+                           Scratch(2 * kMiB, 4)};
+  Graph graph = Derive(program);
+  graph.problem.allocator_block = CachingAllocatorModel::kMinBlockSize;
+  const GraphTimeline timeline =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
+  MemoryBlock copy{0, 1, 3 * kMiB};
+  copy.step = 1;
+  copy.free_step = 4;
+  MemoryBlock ws{0, 1, 2 * kMiB};
+  ws.step = 4;
+  ws.free_step = 5;
+  MemoryBlock gi{0, kNeverFreed, 3 * kMiB};
+  gi.step = 2;
+  MemoryBlock gw{0, kNeverFreed, 4 * kMiB};
+  gw.step = 3;
+  EXPECT_THAT(timeline.unplanned[0].blocks,
+              UnorderedElementsAre(copy, ws, gi, gw));
+  const std::vector<DevicePeaks> peaks =
+      WholeGraphPeaks(graph.problem, Plan{}, timeline);
+  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(peaks[0].baseline, 10 * kMiB);
+  EXPECT_EQ(peaks[0].baseline_reserved, 20 * kMiB);
+  EXPECT_EQ(peaks[0].baseline_allocations, 4);
+  EXPECT_EQ(PeakAboveEntry(timeline.unplanned[0].blocks, 512), 10 * kMiB);
+  // Outputs the list does not name come first: gw alone, then ws.
+  program.lines[0].call = {Output(0), Scratch(kMiB, 2)};
+  graph = Derive(program);
+  const GraphTimeline unnamed =
+      TimelineOfLines(graph.problem, graph.program, graph.lines, {});
+  MemoryBlock first{0, kNeverFreed, 4 * kMiB};  // gw, step 0
+  MemoryBlock named{0, kNeverFreed, 3 * kMiB};
+  named.step = 1;
+  MemoryBlock scratch{0, 1, kMiB};
+  scratch.step = 2;
+  scratch.free_step = 3;
+  EXPECT_THAT(unnamed.unplanned[0].blocks,
+              UnorderedElementsAre(first, named, scratch));
+}
+
 // A training step's forward and backward, with CUDA's 512-byte block:
 //   forward  line 0 ALLOCATE a (3 MiB)   saved for the backward
 //            line 1 ALLOCATE t (5 MiB)   an intermediate
@@ -451,6 +517,25 @@ TEST(CheckLinesOutsideThePlanTest, NamesTheLineAndTheField) {
   workspace.workspace = -1;
   EXPECT_THAT(error({workspace}),
               HasSubstr("events[0] (\"e\"): workspace_bytes must be in [0, "));
+  WrapperLine call = Extern("e", 10, {4, 6});
+  call.call = {Output(2)};
+  EXPECT_THAT(error({call}),
+              HasSubstr("events[0] (\"e\"): call_allocations[0].output_index "
+                        "must be in [0, 2), got 2"));
+  call.call = {Output(1), Output(1)};
+  EXPECT_THAT(error({call}),
+              HasSubstr("call_allocations[1].output_index 1 is named twice"));
+  call.call = {Scratch(0, 1)};
+  EXPECT_THAT(error({call}),
+              HasSubstr("call_allocations[0].scratch_bytes must be in (0, "));
+  call.call = {Output(0), Scratch(8, 1)};
+  EXPECT_THAT(error({call}),
+              HasSubstr("call_allocations[1].freed_before must be in (1, 2], "
+                        "got 1"));
+  call.call = {Scratch(8, 1)};
+  call.workspace = 8;
+  EXPECT_THAT(error({call}), HasSubstr("workspace_bytes and call_allocations "
+                                       "are exclusive"));
   EXPECT_THAT(error({FreeInput("x", -5)}),
               HasSubstr("events[0] (\"x\"): size_bytes must be in [0, "));
   WrapperLine takeover = Reuse("x", "y");
