@@ -773,14 +773,67 @@ class WorkspacesTest(unittest.TestCase):
         self.assertEqual(workspaces.transient_peak(trace), (12288, 4096))
         self.assertEqual(workspaces.transient_peak([]), (0, 0))
 
+    def test_the_calls_allocations_in_order(self):
+        # A convolution backward as an H200 runs it: a copy of the
+        # gradient, the two outputs, a cuDNN workspace; both scratch
+        # blocks freed at the return. A block held that is no output (a
+        # kernel's cache) is left out; frees of earlier blocks count
+        # nothing.
+        trace = [
+            {"action": "free_completed", "addr": 90, "size": 512},
+            {"action": "alloc", "addr": 1, "size": 1605632},   # copy
+            {"action": "alloc", "addr": 2, "size": 1605632},   # output 0
+            {"action": "alloc", "addr": 7, "size": 512},       # a cache
+            {"action": "alloc", "addr": 3, "size": 9437184},   # output 1
+            {"action": "alloc", "addr": 4, "size": 1573071},   # workspace
+            {"action": "free_requested", "addr": 4, "size": 1573071},
+            {"action": "free_completed", "addr": 4, "size": 1573071},
+            {"action": "free_completed", "addr": 1, "size": 1605632},
+        ]
+        self.assertEqual(
+            workspaces.call_allocations(trace, [2, 3, None]),
+            (("scratch", 1605632, 4), ("output", 0), ("output", 1),
+             ("scratch", 1573071, 4)))
+        # A block freed between allocations: freed before the next one.
+        trace = [
+            {"action": "alloc", "addr": 1, "size": 4096},     # output 0
+            {"action": "alloc", "addr": 2, "size": 8192},     # scratch
+            {"action": "free_completed", "addr": 2, "size": 8192},
+            {"action": "alloc", "addr": 3, "size": 2048},     # output 1
+        ]
+        self.assertEqual(workspaces.call_allocations(trace, [1, 3]),
+                         (("output", 0), ("scratch", 8192, 2), ("output", 1)))
+        # No scratch: nothing to send (the outputs alone say no more than
+        # the event).
+        self.assertEqual(workspaces.call_allocations(trace[:1], [1]), ())
+        self.assertEqual(workspaces.call_allocations([], [None]), ())
+
+    def test_output_paths_follow_the_multi_outputs(self):
+        class MultiOutput:
+            def __init__(self, indices):
+                self.indices = indices
+        first, second = MultiOutput([(tuple, 0)]), MultiOutput([(tuple, 1)])
+        node = types.SimpleNamespace(outputs=[first, [second]])
+
+        def is_output(item):
+            return isinstance(item, MultiOutput)
+        self.assertEqual(workspaces.output_paths(node, is_output),
+                         [((tuple, 0),), ((tuple, 1),)])
+        self.assertEqual(workspaces.multi_outputs(node, is_output),
+                         [first, second])
+        # One output: the result itself.
+        self.assertEqual(workspaces.output_paths(Node("buf1"), is_output),
+                         [()])
+        self.assertEqual(workspaces.output_paths(node, None), [()])
+
     def test_probed_kernels_run_once_per_signature(self):
         graph = types.SimpleNamespace(sizevars=SizeVars())
         probe = workspaces.WorkspaceProbe(graph)
         measured = []
 
-        def measure(run, device):
+        def measure(run, device, paths):
             measured.append(run)
-            return 5120
+            return 5120, ()
         probe._measure = measure
         x = sympy.Symbol("x")
 
@@ -811,7 +864,7 @@ class WorkspacesTest(unittest.TestCase):
         self.assertEqual(len(measured), 2)
 
         # A probe that fails counts 0 and is not cached.
-        def fail(run, device):
+        def fail(run, device, paths):
             raise RuntimeError("CUDA out of memory")
         probe._measure = fail
         self.assertEqual(probe(conv("buf8", 32)), 0)
@@ -843,6 +896,24 @@ class WorkspacesTest(unittest.TestCase):
             [(pb.EVENT_KIND_EXTERN_ALLOCATE, "buf1", 4096, 9 << 20),
              (pb.EVENT_KIND_EXTERN_ALLOCATE, "buf2", 4096, 0)])
         self.assertFalse(events[1].HasField("workspace_bytes"))
+
+        # A probe that also gives the call's allocations: sent instead.
+        class Probe:
+            def __call__(self, node):
+                return 9 << 20 if node is conv else 0
+
+            def allocations(self, node):
+                return ((("scratch", 1024, 2), ("output", 0))
+                        if node is conv else ())
+        with mock.patch.dict("sys.modules", modules):
+            memory = hook.GraphMemory(graph, lines, workspace=Probe())
+            events = hook.events_from_lines(lines, {}, unplanned=memory)
+        self.assertFalse(events[0].HasField("workspace_bytes"))
+        self.assertEqual(
+            [(a.WhichOneof("allocation"), a.scratch_bytes, a.output_index,
+              a.freed_before) for a in events[0].call_allocations],
+            [("scratch_bytes", 1024, 0, 2), ("output_index", 0, 0, 0)])
+        self.assertEqual(len(events[1].call_allocations), 0)
 
 
 class CachedBlocksTest(unittest.TestCase):

@@ -419,8 +419,10 @@ class GraphMemory:
 
     workspace: a callable from an extern kernel's IR node to the bytes its
     call allocates and frees inside itself (memplan.workspaces.
-    WorkspaceProbe), sent as its EXTERN_ALLOCATE's workspace_bytes; None:
-    none sent."""
+    WorkspaceProbe), sent as its EXTERN_ALLOCATE's workspace_bytes; where
+    it also has allocations(node) giving the call's allocations in order
+    (WorkspaceProbe's, from the memory history), those are sent instead,
+    as call_allocations; None: none sent."""
 
     def __init__(self, graph, lines, scheduler_node_bytes=(), workspace=None):
         from torch._inductor import ir
@@ -471,14 +473,11 @@ class GraphMemory:
 
     def _outputs(self, node):
         """The tensor outputs of a multi-output kernel, flattened in order."""
-        outputs, pending = [], [getattr(node, "outputs", [])]
-        while pending:
-            item = pending.pop()
-            if isinstance(item, (list, tuple)):
-                pending.extend(reversed(item))
-            elif isinstance(item, self.ir.MultiOutput):
-                outputs.append(item)
-        return outputs
+        from memplan.workspaces import multi_outputs
+        return multi_outputs(node, self._is_output)
+
+    def _is_output(self, item):
+        return isinstance(item, self.ir.MultiOutput)
 
     def extern_allocation(self, line):
         node = line.node
@@ -493,7 +492,15 @@ class GraphMemory:
         else:
             fields["size_bytes"] = self._bytes(node)
         workspace = self.workspace(node) if self.workspace else 0
-        if workspace > 0:
+        allocations = getattr(self.workspace, "allocations", None)
+        calls = allocations(node) if allocations else ()
+        if calls:
+            fields["call_allocations"] = [
+                pb.CallAllocation(output_index=c[1]) if c[0] == "output"
+                else pb.CallAllocation(scratch_bytes=c[1],
+                                       freed_before=c[2])
+                for c in calls]
+        elif workspace > 0:
             fields["workspace_bytes"] = int(workspace)
         return fields
 
@@ -1138,8 +1145,9 @@ def _install_cache_key(state):
 # backward's frees of its forward's copies and pools (ForwardOutputs); 6:
 # extern kernels' workspaces (Event.workspace_bytes); 7: a training
 # backward's request carries its forward's (ForwardGraph); 8: a training
-# backward's gradients may share pools (outputs_released_together).
-_CODEGEN_VERSION = 8
+# backward's gradients may share pools (outputs_released_together); 9:
+# extern kernels' allocations one by one (Event.call_allocations).
+_CODEGEN_VERSION = 9
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
@@ -1505,7 +1513,9 @@ def _graph_memory(state, lines):
         probe = None
         if state.probe_workspaces:
             from memplan.workspaces import WorkspaceProbe
-            probe = WorkspaceProbe(mp.V.graph)
+            from torch._inductor import ir
+            probe = WorkspaceProbe(
+                mp.V.graph, lambda item: isinstance(item, ir.MultiOutput))
         return GraphMemory(mp.V.graph, lines, _scheduler_node_bytes(), probe)
     except Exception as error:  # never a reason to fail the plan
         log.warning("memplan: cannot describe the memory outside the plan: "

@@ -23,10 +23,21 @@ CPU kernel and every probe that fails (out of memory, an op whose inputs
 cannot be made) counts 0 bytes, logged. Results are cached per process by
 the call's signature (op, shapes, strides, dtypes, constant arguments).
 
+From the same trace the probe also keeps the call's allocations in order
+(call_allocations()): each output, found by its storage's address, and
+each scratch block with the allocation it is freed before. The hook sends
+them as the event's call_allocations, so that the service replays them
+one by one as the caching allocator serves them (a convolution backward
+may allocate a copy of its gradient before its outputs and a cuDNN
+workspace after them; each block may leave a rest of a cached block the
+allocator does not split off, counted as allocated) instead of one
+workspace after the outputs.
+
 While a user records the allocator's memory history, the probe does not
 touch it: it counts the bytes the call allocated and freed (the
 allocator's cumulative allocated_bytes.all.freed), an upper bound of the
-workspace where a kernel frees several scratch buffers one after another.
+workspace where a kernel frees several scratch buffers one after another,
+and keeps no allocations.
 """
 
 import logging
@@ -87,38 +98,139 @@ def transient_peak(trace):
     return peak, current
 
 
+def call_allocations(trace, output_addresses):
+    """The allocations of one call, in order, from the allocator's trace
+    of it (as transient_peak's).
+
+    output_addresses: the address of each of the call's outputs (its
+    storage's data_ptr; None for an output that is not a tensor), in the
+    order of the event's output_bytes. Returns a tuple of
+    ("output", index) and ("scratch", bytes, freed_before) entries, as
+    Event.call_allocations: freed_before is the index of the first kept
+    allocation after the block's free (len: at the return). An allocation
+    the call still holds at its end that is no output (a kernel's own
+    cache) is left out. Empty when no allocation is an output or scratch.
+    """
+    outputs = {a: k for k, a in enumerate(output_addresses) if a is not None}
+    allocations = []  # [address, size, allocations before its free or None]
+    live = {}
+    for entry in trace:
+        action = entry.get("action")
+        if action == "alloc":
+            live[entry.get("addr")] = len(allocations)
+            allocations.append([entry.get("addr"), int(entry.get("size", 0)),
+                                None])
+        elif action in ("free_requested", "free_completed"):
+            k = live.pop(entry.get("addr"), None)
+            if k is not None:
+                allocations[k][2] = len(allocations)
+    kept, named = [], set()
+    for address, size, freed in allocations:
+        if freed is not None and size > 0:
+            kept.append(("scratch", size, freed))
+        elif freed is None and outputs.get(address) not in (None, *named):
+            named.add(outputs[address])
+            kept.append(("output", outputs[address]))
+        else:
+            kept.append(None)
+    # freed_before counts the kept allocations only.
+    index = [0]
+    for entry in kept:
+        index.append(index[-1] + (entry is not None))
+    result = tuple(
+        entry if entry[0] == "output" else ("scratch", entry[1],
+                                            index[entry[2]])
+        for entry in kept if entry is not None)
+    return result if any(e[0] == "scratch" for e in result) else ()
+
+
+def multi_outputs(node, is_output):
+    """The MultiOutput nodes of a multi-output kernel's IR node (those of
+    its `outputs` that is_output tells), flattened in order: the order of
+    the event's output_bytes. [] for any other kernel."""
+    found, pending = [], [getattr(node, "outputs", None) or []]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (list, tuple)):
+            pending.extend(reversed(item))
+        elif is_output(item):
+            found.append(item)
+    return found
+
+
+def output_paths(node, is_output):
+    """The paths (MultiOutput.indices) from a kernel call's result to each
+    of its outputs, in the order of the event's output_bytes: [()] for a
+    kernel whose result is its one output (is_output None, or no
+    MultiOutput among the node's outputs)."""
+    found = multi_outputs(node, is_output) if is_output else []
+    if not found:
+        return [()]
+    return [tuple(getattr(item, "indices", ())) for item in found]
+
+
+def _address(result, path):
+    """The storage address of the output at `path` of a call's result
+    (None: not a tensor)."""
+    try:
+        for _, index in path:
+            result = result[index]
+        return result.untyped_storage().data_ptr()
+    except Exception:
+        return None
+
+
 class WorkspaceProbe:
     """Measures extern kernels' workspaces for one graph being compiled
     (V.graph: its sizevars give the size hints). Call it with an extern
-    kernel IR node; it returns the workspace in bytes (0 when not probed).
+    kernel IR node; it returns the workspace in bytes (0 when not probed);
+    allocations(node) gives the call's allocations in order.
+
+    is_output: tells a multi-output kernel's MultiOutput nodes (Inductor's
+    ir.MultiOutput), to find its outputs among the call's allocations;
+    None: every kernel's result is its one output.
     """
 
-    def __init__(self, graph):
+    def __init__(self, graph, is_output=None):
         self.graph = graph
+        self.is_output = is_output
         self.method = None  # "history" or "freed", once a call was probed
         self.probed = 0     # calls run on the GPU for this graph
 
     def __call__(self, node):
+        return self.measure(node)[0]
+
+    def allocations(self, node):
+        """The call's allocations in order (call_allocations()); () where
+        not probed or measured without the memory history."""
+        return self.measure(node)[1]
+
+    def measure(self, node):
+        """(workspace bytes, allocations) of `node`'s call, measured once
+        per call signature; (0, ()) when not probed."""
         op = getattr(node, "op_overload", None)
         if op is None or str(op) not in PROBED_OPS:
-            return 0
+            return 0, ()
         try:
             device = node.get_device()
             if device is None or device.type != "cuda":
-                return 0
+                return 0, ()
+            paths = output_paths(node, self.is_output)
             key, run = self._call_of(node, op)
+            key = (key, repr(paths))
             with _cache_lock:
                 if key in _cache:
                     return _cache[key]
-            workspace = self._measure(run, device)
+            workspace, allocations = self._measure(run, device, paths)
         except Exception as error:  # never a reason to fail the plan
             log.info("memplan: no workspace probe for %s: %s", op, error)
-            return 0
+            return 0, ()
+        result = (int(workspace), tuple(allocations))
         with _cache_lock:
-            _cache[key] = workspace
+            _cache[key] = result
             while len(_cache) > _CACHE_KEPT:
                 _cache.pop(next(iter(_cache)))
-        return workspace
+        return result
 
     # --- the call ----------------------------------------------------------
 
@@ -172,7 +284,9 @@ class WorkspaceProbe:
 
     # --- the measurement ---------------------------------------------------
 
-    def _measure(self, run, device):
+    def _measure(self, run, device, paths):
+        """(workspace, allocations) of one call, `paths` leading from its
+        result to its outputs (output_paths)."""
         import torch
         from torch._subclasses.fake_tensor import unset_fake_temporarily
         with unset_fake_temporarily(), torch.no_grad(), \
@@ -184,9 +298,9 @@ class WorkspaceProbe:
             self.probed += 1
             if _history_in_use():
                 self.method = "freed"
-                return _freed_during(call)
+                return _freed_during(call), ()
             self.method = "history"
-            return _history_during(call, torch.cuda.current_device())
+            return _history_during(call, torch.cuda.current_device(), paths)
 
 
 def _history_in_use():
@@ -214,8 +328,9 @@ def _record(enabled):
         record("all" if enabled else None, **kwargs)
 
 
-def _history_during(call, device_index):
-    """The workspace of call() from the allocator's trace of it."""
+def _history_during(call, device_index, paths):
+    """(workspace, allocations) of call() from the allocator's trace of it,
+    `paths` leading from its result to its outputs."""
     import torch
     _record(True)
     try:
@@ -224,10 +339,11 @@ def _history_during(call, device_index):
         traces = torch.cuda.memory._snapshot().get("device_traces", [])
     finally:
         _record(False)
+    addresses = [_address(outputs, path) for path in paths]
     del outputs
     trace = traces[device_index] if device_index < len(traces) else []
     peak, held = transient_peak(trace)
-    return max(0, peak - held)
+    return max(0, peak - held), call_allocations(trace, addresses)
 
 
 def _freed_during(call):
