@@ -715,9 +715,9 @@ def markdown(results, configs):
     lines += per_graph_table(results, memplan, "measured_reserved",
                              "baseline_reserved", "predicted_reserved")
     lines += ["", "Per compiled graph, allocator calls (allocation.all."
-              "allocated over the graph's call; the service counts one "
-              "workspace per extern kernel call the hook probed, no other "
-              "allocation inside one): default measured / "
+              "allocated over the graph's call; the service counts each "
+              "allocation of an extern kernel call the hook probed, none "
+              "inside the calls it did not): default measured / "
               "service baseline_allocations; memplan measured / service "
               "predicted_allocations", ""]
     lines += per_graph_table(results, memplan, "calls", "baseline_calls",

@@ -67,25 +67,28 @@ struct KnownGap {
 // the measured step (core/entry_state.h), which closed the gaps of
 // densenet121's, mobilenet_v3_large's and vit_b_16's backward graphs and
 // resnet50's in partition and default.
-constexpr char kResnet18Backward[] =
-    "0.5 MiB under on 14.3 MiB, default and partition alike (run F), with "
-    "the forward's state and the previous step's gradient segments "
-    "modelled: not diagnosed (a memory snapshot at the backward's entry "
-    "would show which blocks differ)";
 constexpr char kCombinedBackward[] =
     "pool mode combined: the forward's one pool holds every saved "
     "activation until the backward returns; the backward's own pool is "
     "placed among the forward's freed blocks differently than modelled "
     "(resnet50 2.6 MiB over on 113.5 MiB): not diagnosed";
-constexpr char kResnet50Backward[] =
-    "pool mode combined as kCombinedBackward (+2.3%); partition since "
-    "planner version 11 (its backward pooled: 114 pools for 269 groups, "
-    "from one pool per group) 4.6% under: the GPU measured 13,054,464 B "
-    "against 12,451,840 predicted, where the one-pool-per-group plan "
-    "measured 1 KiB over. A line trace (run D1) puts the peak where the "
-    "model does, inside the first convolution_backward, at 12,649,472 B "
-    "in the traced step: the traced and measured steps start from "
-    "different allocator states; not diagnosed";
+// Since the hook sends each extern kernel call's allocations one by one
+// (Event.call_allocations; runs E1 and E2, docs/gpu.md), the model serves
+// each scratch block as the allocator does, which closed resnet18's
+// backward gap (0.5 MiB under before, calls now exact). The graphs below
+// take, in the model's replay, a cached block that the GPU does not have
+// free at the backward's entry (run D2's memory snapshot there): the
+// model's start (the previous step's backward, then the forward, replayed)
+// matches the GPU's free blocks but for a few of its largest.
+constexpr char kStartBlocks[] =
+    "the model's start state holds a free block the GPU's does not (resnet50: "
+    "4,915,200 B, where the GPU has two 2,031,616 B blocks; vit_b_16: "
+    "11,288,576 B, where the GPU has 6,619,136 and 4,456,448 B; "
+    "densenet121: 3,811,328 B, where the GPU has 17,860,608 B, the rest of "
+    "a 20 MiB segment its forward took last), and a scratch block or buffer "
+    "that lands in it leaves an unsplit rest (resnet50's first "
+    "convolution_backward: 720,352 B; vit_b_16: 933,888 B; densenet121's "
+    "first buffer: 600,064 B)";
 constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
 // t5 breaks into four graphs: its last backward (the first forward's) runs
 // after three other backward graphs, whose gradients stay allocated, and
@@ -101,8 +104,9 @@ constexpr char kEarlierGraphs[] =
     "with a pool per gradient), which the request does not describe";
 
 constexpr KnownGap kKnownGaps[] = {
-    {"resnet18.training.1", 0.05, kResnet18Backward},
-    {"resnet50.training.1", 0.05, kResnet50Backward},
+    // Default, partition and gradient pools 0.6 to 0.7 MiB over on
+    // 11.9 MiB; combined as kCombinedBackward.
+    {"resnet50.training.1", 0.06, kStartBlocks},
     // swin_t compiles differently from run to run; default's measured peak
     // of its backward was 22.2 MiB in run W, 20.69 in run X, 21.0 in run F
     // (baseline 6.8% over, partition 3.3% under), 19.8 in run G (baseline
@@ -111,6 +115,10 @@ constexpr KnownGap kKnownGaps[] = {
     // t5's first backward graph in call order, pool mode combined: 0.3 MiB
     // over on 16 MiB.
     {"t5.training.4", 0.02, kCombinedBackward},
+    // Gradient pools (run E2): 0.9 MiB over on 36.1 MiB; the others exact.
+    {"vit_b_16.training.1", 0.03, kStartBlocks},
+    // The baseline (run E2): 0.6 MiB over on 7.2 MiB; the plans exact.
+    {"densenet121.training.1", 0.09, kStartBlocks},
     // t5's last backward graph, gradients in shared pools (runs P and A,
     // partition_grads): 1 MiB under on 21 MiB (20.0 predicted, as
     // partition's measured).
@@ -242,6 +250,19 @@ class WholeGraphGpuTest : public testing::Test {
     return *response;
   }
 
+  // A memplan configuration captured in the same run as default's
+  // measurement: one whose request is the graph's `request` (the capture
+  // keeps the latest run's there; tests/gpu/suite.py), partition where
+  // several are.
+  static std::string SameRun(const CapturedGraph& graph) {
+    std::string same;
+    for (const auto& [configuration, measured] : graph.memplan_measured) {
+      if (graph.memplan_requests.count(configuration) > 0) continue;
+      if (same.empty() || configuration == "partition") same = configuration;
+    }
+    return same.empty() ? "partition" : same;
+  }
+
   static std::vector<CapturedGraph>* graphs_;
   static Server* server_;
   static MemplanClient* client_;
@@ -281,11 +302,12 @@ TEST_F(WholeGraphGpuTest, PredictedAndBaselinePeaksAreWhatTheGpuMeasured) {
           << (gap ? absl::StrCat(" (", gap->cause, ")") : std::string());
       absl::StrAppendFormat(&line, " %s %+.2f%%", configuration, 100 * error);
     }
-    // Default's process sent no request: the cache the partition process
-    // had at compile time (the same model compiled in a process of its own,
-    // the same steps before; an inference graph's only) stands in for it.
+    // Default's process sent no request: the cache a memplan process of
+    // the same run had at compile time (the same model compiled in a
+    // process of its own, the same steps before; an inference graph's
+    // only) stands in for it.
     const int64_t baseline =
-        PlanAs(graph, "partition").stats().baseline_peak_bytes();
+        PlanAs(graph, SameRun(graph)).stats().baseline_peak_bytes();
     const double error = RelativeError(baseline, graph.default_measured);
     worst = std::max(worst, std::abs(error));
     EXPECT_LE(std::abs(error), bound)
@@ -473,10 +495,13 @@ constexpr std::pair<const char*, const char*> kBaselineCallGaps[] = {
 // Allocator calls: the GPU counts every allocation over the graph's call
 // (allocation.all.allocated), the service the ones the request shows, so
 // the GPU's count is at least the service's but for attention's tiny
-// outputs (TinyExternOutputs): the request shows one workspace per extern
-// kernel call where the hook measured one, while a call may allocate
-// several one after another (a convolution backward's input and weight
-// gradients). Prints how often the two agree.
+// outputs (TinyExternOutputs): the request shows each allocation of an
+// extern kernel call where the hook measured them (call_allocations, as
+// run E's requests), else one workspace per call where it measured one,
+// while a call may allocate several scratch blocks one after another (a
+// convolution backward's gradient copy and cuDNN workspace), and calls
+// the hook does not probe allocate scratch unseen (a max-pooling
+// backward's). Prints how often the two agree.
 TEST_F(WholeGraphGpuTest, AllocatorCallsAreAtMostWhatTheGpuCounted) {
   int compared = 0, equal = 0;
   for (const CapturedGraph& graph : *graphs_) {
@@ -489,14 +514,14 @@ TEST_F(WholeGraphGpuTest, AllocatorCallsAreAtMostWhatTheGpuCounted) {
       equal += stats.predicted_allocations() - tiny == measured;
     }
     if (graph.default_measured_calls < 0) continue;
-    // Default's process sent no request: the partition process's (the
-    // same run's compile; a configuration kept from an earlier run may
-    // have compiled differently) stands in for it, as for the peaks.
+    // Default's process sent no request: a memplan process's of the same
+    // run (SameRun; a configuration kept from an earlier run may have
+    // compiled differently) stands in for it, as for the peaks.
     const bool gap =
         std::any_of(std::begin(kBaselineCallGaps), std::end(kBaselineCallGaps),
                     [&](const auto& g) { return graph.name == g.first; });
     const int64_t baseline =
-        PlanAs(graph, "partition").stats().baseline_allocations();
+        PlanAs(graph, SameRun(graph)).stats().baseline_allocations();
     EXPECT_TRUE(gap || baseline - tiny <= graph.default_measured_calls)
         << graph.name << ": baseline " << baseline << " calls less " << tiny
         << ", measured " << graph.default_measured_calls;
