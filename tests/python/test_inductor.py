@@ -1267,6 +1267,29 @@ class ServiceTest(unittest.TestCase):
         without = self.client.plan(record["buffers_request"])
         self.assertGreater(without.stats.predicted_reserved_bytes, 0)
 
+    def test_cached_blocks_go_with_inference_and_forward_graphs(self):
+        # A training forward's compile-time cache holds what its measured
+        # step starts with too (the segment of the input batch); a
+        # backward's start the service models from its forward.
+        cached = [pb.CachedBlock(device="cuda:0", size_bytes=2 << 20,
+                                 small_pool=True)]
+        for phase, sent in (("inference", True), ("forward", True),
+                            ("backward", False)):
+            with self.subTest(phase=phase):
+                lines, groups = example_graph()
+                mp = fake_memory_planning(groups)
+                mp.V.graph.is_backward = phase == "backward"
+                mp.V.graph.is_inference = phase == "inference"
+                hook._install_on(mp, self.client, "auto", None, "events",
+                                 training=True)
+                with mock.patch.object(hook, "_entry_cache",
+                                       return_value=cached):
+                    mp.MemoryPlanner().plan(lines)
+                record = hook.stats()["graphs"][-1]
+                self.assertEqual(list(record["request"].cached_blocks),
+                                 cached if sent else [])
+                hook.uninstall()
+
     def test_the_alignment_goes_with_the_graph(self):
         lines, groups = example_graph()
         mp = fake_memory_planning(groups)

@@ -1146,8 +1146,9 @@ def _install_cache_key(state):
 # extern kernels' workspaces (Event.workspace_bytes); 7: a training
 # backward's request carries its forward's (ForwardGraph); 8: a training
 # backward's gradients may share pools (outputs_released_together); 9:
-# extern kernels' allocations one by one (Event.call_allocations).
-_CODEGEN_VERSION = 9
+# extern kernels' allocations one by one (Event.call_allocations); 10: a
+# training forward's request carries the cached blocks too.
+_CODEGEN_VERSION = 10
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
@@ -1170,15 +1171,17 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
     training: also plan training graphs (forward and backward), which
       torch 2.11 gives only its reuse pass (PythonWrapperCodegen.
       run_wrapper_ir_passes); off by default (docs/gpu.md, "Training graphs").
-    entry_cache: send, with each inference graph, the caching allocator's
-      free blocks that torch.cuda.empty_cache() cannot release (those of
-      segments that hold a live tensor) at compile time, so that the
-      service's reserved bytes and its choice of pools (strategy "auto")
-      count on them (cached_blocks(); docs/gpu.md, "Peak reserved").
-      Training graphs go without: at run time a step's forward starts
-      after the previous step's gradients were freed into the cache, which
-      no compile-time snapshot shows. False: plans that depend on the
-      graph alone (the service's plan cache then serves every process
+    entry_cache: send, with each inference graph and training forward
+      graph, the caching allocator's free blocks that torch.cuda.
+      empty_cache() cannot release (those of segments that hold a live
+      tensor, such as the input batch's) at compile time, so that the
+      service's reserved bytes, its whole-graph peaks and its choice of
+      pools (strategy "auto") count on them (cached_blocks(); docs/gpu.md,
+      "Peak reserved" and "Run E"). A backward graph goes without: its
+      request carries its forward's, and the service models the step's
+      start from it (the previous step's gradients freed into the cache,
+      which no compile-time snapshot shows). False: plans that depend on
+      the graph alone (the service's plan cache then serves every process
       compiling the graph).
     alignment: bytes every offset in a pool is a multiple of (the
       service's PlanOptions.alignment: a power of two up to 2^30); 0: the
@@ -1401,7 +1404,7 @@ def _allocate_from_service(state, planner):
         memory = _graph_memory(state, lines)
         request, allocate_lines = _events_request(mp, lines, groups, options,
                                                   memory)
-    if state.entry_cache and _graph_phase(mp) == "inference":
+    if state.entry_cache and _graph_phase(mp) != "backward":
         request.cached_blocks.extend(_entry_cache(
             {str(allocation.device) for allocation in allocations}))
     if request.events and memory is not None:
