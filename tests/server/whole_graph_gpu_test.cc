@@ -73,22 +73,21 @@ constexpr char kCombinedBackward[] =
     "placed among the forward's freed blocks differently than modelled "
     "(resnet50 2.6 MiB over on 113.5 MiB): not diagnosed";
 // Since the hook sends each extern kernel call's allocations one by one
-// (Event.call_allocations; runs E1 and E2, docs/gpu.md), the model serves
-// each scratch block as the allocator does, which closed resnet18's
-// backward gap (0.5 MiB under before, calls now exact). The graphs below
-// take, in the model's replay, a cached block that the GPU does not have
-// free at the backward's entry (run D2's memory snapshot there): the
-// model's start (the previous step's backward, then the forward, replayed)
-// matches the GPU's free blocks but for a few of its largest.
+// (Event.call_allocations; run E, docs/gpu.md), the model serves each
+// scratch block as the allocator does, which closed resnet18's backward
+// gap (0.5 MiB under before, calls now exact); since a training forward's
+// request carries the caching allocator's free blocks (run E6: the input
+// batch's segment), the model's step start has them too, which closed
+// densenet121's and vit_b_16's backward gaps. resnet50's backward takes,
+// in the model's replay, a cached block that the GPU does not have free at
+// the backward's entry (run D2's memory snapshot there): the model's start
+// (the previous step's backward, then the forward, replayed) matches the
+// GPU's free blocks but for one of its largest.
 constexpr char kStartBlocks[] =
-    "the model's start state holds a free block the GPU's does not (resnet50: "
-    "4,915,200 B, where the GPU has two 2,031,616 B blocks; vit_b_16: "
-    "11,288,576 B, where the GPU has 6,619,136 and 4,456,448 B; "
-    "densenet121: 3,811,328 B, where the GPU has 17,860,608 B, the rest of "
-    "a 20 MiB segment its forward took last), and a scratch block or buffer "
-    "that lands in it leaves an unsplit rest (resnet50's first "
-    "convolution_backward: 720,352 B; vit_b_16: 933,888 B; densenet121's "
-    "first buffer: 600,064 B)";
+    "the model's start state holds a free 4,915,200 B block where the "
+    "GPU's has two 2,031,616 B blocks, and the first convolution_backward's "
+    "4,194,848 B scratch block lands in it, leaving a 720,352 B rest the "
+    "allocator does not split off";
 constexpr char kUndiagnosed[] = "not diagnosed yet (needs a memory snapshot)";
 // t5 breaks into four graphs: its last backward (the first forward's) runs
 // after three other backward graphs, whose gradients stay allocated, and
@@ -115,10 +114,7 @@ constexpr KnownGap kKnownGaps[] = {
     // t5's first backward graph in call order, pool mode combined: 0.3 MiB
     // over on 16 MiB.
     {"t5.training.4", 0.02, kCombinedBackward},
-    // Gradient pools (run E2): 0.9 MiB over on 36.1 MiB; the others exact.
-    {"vit_b_16.training.1", 0.03, kStartBlocks},
-    // The baseline (run E2): 0.6 MiB over on 7.2 MiB; the plans exact.
-    {"densenet121.training.1", 0.09, kStartBlocks},
+
     // t5's last backward graph, gradients in shared pools (runs P and A,
     // partition_grads): 1 MiB under on 21 MiB (20.0 predicted, as
     // partition's measured); run E4 (codegen version 9, kept): 2 MiB
