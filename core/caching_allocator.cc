@@ -169,10 +169,8 @@ AllocatorReplay ReplayCachingAllocator(const std::vector<MemoryBlock>& blocks,
       continue;
     }
     events.emplace_back(b.begin, b.step, 1, i);
-    if (b.free_step > b.step) {
-      events.emplace_back(b.begin, b.free_step, 0, i);
-    } else if (b.end != kNeverFreed) {
-      events.emplace_back(b.end, 0, 0, i);
+    if (const auto [position, step] = b.FreedAt(); position != kNeverFreed) {
+      events.emplace_back(position, step, 0, i);
     }
   }
   std::sort(events.begin(), events.end());

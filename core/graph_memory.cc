@@ -39,10 +39,8 @@ Bytes PeakAboveEntry(const std::vector<MemoryBlock>& blocks, Bytes block) {
     if (bytes == 0) continue;
     const Bytes signed_bytes = b.freed_input ? -bytes : bytes;
     changes.push_back({{b.begin, b.step}, signed_bytes});
-    if (b.free_step > b.step) {
-      changes.push_back({{b.begin, b.free_step}, -signed_bytes});
-    } else if (b.end != kNeverFreed) {
-      changes.push_back({{b.end, 0}, -signed_bytes});
+    if (const auto freed = b.FreedAt(); freed.first != kNeverFreed) {
+      changes.push_back({freed, -signed_bytes});
     }
   }
   std::sort(changes.begin(), changes.end(),

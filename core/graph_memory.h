@@ -33,6 +33,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -74,6 +75,13 @@ struct MemoryBlock {
   //   scratch                               [+----)         (free_step 4)
   int32_t step = 0;
   int32_t free_step = 0;
+
+  // Where the block is freed: (begin, free_step) for scratch freed inside
+  // its position, else (end, 0); end may be kNeverFreed (never freed).
+  std::pair<int64_t, int32_t> FreedAt() const {
+    if (free_step > step) return {begin, free_step};
+    return {end, 0};
+  }
 
   friend bool operator==(const MemoryBlock& a, const MemoryBlock& b) {
     return a.begin == b.begin && a.end == b.end && a.size == b.size &&

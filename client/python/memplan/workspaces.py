@@ -124,24 +124,22 @@ def call_allocations(trace, output_addresses):
             k = live.pop(entry.get("addr"), None)
             if k is not None:
                 allocations[k][2] = len(allocations)
-    kept, named = [], set()
+    # kept_before[k]: the kept allocations among the first k.
+    result, kept_before, named = [], [0], set()
     for address, size, freed in allocations:
+        output = outputs.get(address) if freed is None else None
         if freed is not None and size > 0:
-            kept.append(("scratch", size, freed))
-        elif freed is None and outputs.get(address) not in (None, *named):
-            named.add(outputs[address])
-            kept.append(("output", outputs[address]))
-        else:
-            kept.append(None)
-    # freed_before counts the kept allocations only.
-    index = [0]
-    for entry in kept:
-        index.append(index[-1] + (entry is not None))
-    result = tuple(
-        entry if entry[0] == "output" else ("scratch", entry[1],
-                                            index[entry[2]])
-        for entry in kept if entry is not None)
-    return result if any(e[0] == "scratch" for e in result) else ()
+            result.append(["scratch", size, freed])
+        elif output is not None and output not in named:
+            named.add(output)
+            result.append(("output", output))
+        kept_before.append(len(result))
+    for entry in result:
+        if entry[0] == "scratch":
+            entry[2] = kept_before[entry[2]]
+    if not any(entry[0] == "scratch" for entry in result):
+        return ()
+    return tuple(tuple(entry) for entry in result)
 
 
 def multi_outputs(node, is_output):
