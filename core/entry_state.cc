@@ -1,8 +1,10 @@
 #include "core/entry_state.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "core/inductor/wrapper_memory.h"
 
 namespace memplan {
 namespace {
@@ -53,17 +55,14 @@ absl::flat_hash_map<std::string, int32_t> HeldOutputs(
   return held;
 }
 
-}  // namespace
-
-ForwardState ForwardEndState(const Problem& forward, const Plan& plan,
+// The state the forward leaves with its plan's pools: the unplanned
+// blocks come first in each device's blocks (PlanMemory), so
+// held_at_end's indices stand; each pool holding an output group holds
+// every name of the group.
+ForwardEnd PlannedForwardEnd(const Problem& forward, const Plan& plan,
                              const GraphTimeline& timeline,
-                             const std::vector<std::string>& output_names) {
-  const absl::flat_hash_set<std::string> outputs(output_names.begin(),
-                                                 output_names.end());
-  ForwardState state;
-  // With the plan's pools: the unplanned blocks come first in each
-  // device's blocks (PlanMemory), so held_at_end's indices stand; each
-  // pool holding an output group holds every name of the group.
+                             const absl::flat_hash_set<std::string>& outputs) {
+  ForwardEnd end;
   std::vector<int32_t> pool_blocks;
   const std::vector<DeviceMemory> predicted =
       PlanMemory(forward, plan, timeline, &pool_blocks);
@@ -85,12 +84,38 @@ ForwardState ForwardEndState(const Problem& forward, const Plan& plan,
         if (outputs.contains(name)) held[name] = index;
       }
     }
-    ReplayToReturn(memory, held, state.predicted);
+    ReplayToReturn(memory, held, end);
   }
+  return end;
+}
+
+// The state default torch.compile's storages leave.
+ForwardEnd BaselineForwardEnd(const GraphTimeline& timeline,
+                              const absl::flat_hash_set<std::string>& outputs) {
+  ForwardEnd end;
   for (const DeviceMemory& memory : timeline.baseline) {
-    ReplayToReturn(memory, HeldOutputs(memory, outputs), state.baseline);
+    ReplayToReturn(memory, HeldOutputs(memory, outputs), end);
   }
-  return state;
+  return end;
+}
+
+// The segments `end`'s model of `device` took (0: none for it).
+Bytes ReservedOn(const ForwardEnd& end, const std::string& device) {
+  for (const auto& [name, model] : end.models) {
+    if (name == device) return model->stats().reserved;
+  }
+  return 0;
+}
+
+}  // namespace
+
+ForwardState ForwardEndState(const Problem& forward, const Plan& plan,
+                             const GraphTimeline& timeline,
+                             const std::vector<std::string>& output_names) {
+  const absl::flat_hash_set<std::string> outputs(output_names.begin(),
+                                                 output_names.end());
+  return ForwardState{PlannedForwardEnd(forward, plan, timeline, outputs),
+                      BaselineForwardEnd(timeline, outputs)};
 }
 
 namespace {
@@ -127,25 +152,81 @@ EntryState BackwardEntryState(const ForwardState& forward,
                     SideOf(forward.baseline, output_names, sources)};
 }
 
-std::shared_ptr<const CachingAllocatorModel> NextStepStart(
-    const DeviceMemory& backward, const std::vector<std::string>& outputs) {
+std::shared_ptr<const CachingAllocatorModel> StepStartAfter(
+    const DeviceMemory& memory, const std::vector<int32_t>& kept) {
   CachingAllocatorModel model;
   const AllocatorReplay replay = ReplayCachingAllocator(
-      backward.blocks, backward.cached, backward.start.get(), &model);
-  absl::flat_hash_set<int32_t> kept;
-  for (const std::string& name : outputs) {
-    auto it = backward.held_at_end.find(name);
-    if (it == backward.held_at_end.end()) continue;
-    const int32_t handle = replay.handles[it->second];
-    if (handle >= 0 && model.in_use(handle)) kept.insert(handle);
+      memory.blocks, memory.cached, memory.start.get(), &model);
+  absl::flat_hash_set<int32_t> held;
+  for (const int32_t index : kept) {
+    const int32_t handle = replay.handles[index];
+    if (handle >= 0 && model.in_use(handle)) held.insert(handle);
   }
   for (int32_t handle : model.InUse()) {
-    if (!kept.contains(handle)) model.Free(handle);
+    if (!held.contains(handle)) model.Free(handle);
   }
   model.EmptyCache();
   for (int32_t handle : model.InUse()) model.Free(handle);
   model.ResetStats();
   return std::make_shared<CachingAllocatorModel>(std::move(model));
+}
+
+std::shared_ptr<const CachingAllocatorModel> NextStepStart(
+    const DeviceMemory& backward, const std::vector<std::string>& outputs) {
+  std::vector<int32_t> kept;
+  for (const std::string& name : outputs) {
+    auto it = backward.held_at_end.find(name);
+    if (it != backward.held_at_end.end()) kept.push_back(it->second);
+  }
+  return StepStartAfter(backward, kept);
+}
+
+StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
+                              const WrapperProgram* program,
+                              const PoolLines* lines,
+                              const DeviceMemory& memory,
+                              const std::vector<int32_t>& kept) {
+  StepReserved reserved;
+  GraphTimeline next = step.forward_timeline;
+  const std::shared_ptr<const CachingAllocatorModel> start =
+      StepStartAfter(memory, kept);
+  for (DeviceMemory& device : next.unplanned) {
+    if (device.device == memory.device) device.start = start;
+  }
+  const absl::flat_hash_set<std::string> outputs(step.forward_outputs.begin(),
+                                                 step.forward_outputs.end());
+  const ForwardEnd end =
+      PlannedForwardEnd(step.forward, step.forward_plan, next, outputs);
+  reserved.forward = ReservedOn(end, memory.device);
+  EntryState entry;
+  entry.predicted = SideOf(end, step.forward_outputs, step.sources);
+  entry.baseline = entry.predicted;
+  const GraphTimeline timeline =
+      WholeGraphTimeline(backward, program, lines, &entry);
+  for (const DeviceMemory& unplanned : timeline.unplanned) {
+    if (unplanned.device != memory.device) continue;
+    DeviceMemory replay = unplanned;
+    // The plan's blocks follow the unplanned ones in `memory`; the lines
+    // give the same unplanned blocks from any entry (only the handles of
+    // the entry's blocks differ).
+    const size_t first =
+        std::min(unplanned.blocks.size(), memory.blocks.size());
+    replay.blocks.insert(replay.blocks.end(), memory.blocks.begin() + first,
+                         memory.blocks.end());
+    reserved.backward = ReplayCachingAllocator(replay).stats.reserved;
+  }
+  return reserved;
+}
+
+StepReserved DefaultStepReserved(const TrainingStep& step,
+                                 const DeviceMemory& baseline) {
+  const absl::flat_hash_set<std::string> outputs(step.forward_outputs.begin(),
+                                                 step.forward_outputs.end());
+  StepReserved reserved;
+  reserved.forward = ReservedOn(
+      BaselineForwardEnd(step.forward_timeline, outputs), baseline.device);
+  reserved.backward = ReplayCachingAllocator(baseline).stats.reserved;
+  return reserved;
 }
 
 EntryReleases::EntryReleases(const EntrySide* side) : side_(side) {

@@ -42,6 +42,9 @@
 
 namespace memplan {
 
+struct PoolLines;       // core/inductor/wrapper_lines.h
+struct WrapperProgram;  // core/inductor/wrapper_lines.h
+
 // The allocator state one replay of a forward graph leaves.
 struct ForwardEnd {
   // Per device (the forward timeline's order): its name and the model's
@@ -114,6 +117,65 @@ EntryState BackwardEntryState(const ForwardState& forward,
 // then the gradients set to None: the segments that held them, free.
 std::shared_ptr<const CachingAllocatorModel> NextStepStart(
     const DeviceMemory& backward, const std::vector<std::string>& outputs);
+
+// The allocator state after a graph whose blocks are `memory` (one
+// device's, from its start), in the next training step: every block but
+// those `kept` names (indices in memory.blocks: the gradients) freed, then
+// torch.cuda.empty_cache(), then the kept ones freed (the gradients set to
+// None). NextStepStart with the kept blocks given by index.
+std::shared_ptr<const CachingAllocatorModel> StepStartAfter(
+    const DeviceMemory& memory, const std::vector<int32_t>& kept);
+
+// A training step around a backward graph whose request carries its
+// forward (v1::ForwardGraph): what a planner needs to replay the step that
+// follows the backward with a candidate plan of it. A backward's pools
+// decide the segments the next step's forward finds cached (its gradients'
+// segments, freed when the gradients are set to None), and so the
+// reserved bytes of the whole step, not only the backward's own:
+//
+//   backward's plan   gradients [g0 g1 | g2 ]   two segments at the end
+//   next forward      fits its first allocations in them, or takes new
+//                     segments (reserved grows) where they do not fit
+//   backward again    from what that forward left
+struct TrainingStep {
+  Problem forward;    // the forward graph's problem
+  Plan forward_plan;  // its plan, as the caller ran it
+  // The forward's timeline started (DeviceMemory::start) from the segments
+  // default torch.compile's backward leaves: the measured step's start.
+  GraphTimeline forward_timeline;
+  std::vector<std::string> forward_outputs;
+  std::vector<InputSource> sources;
+  std::vector<std::string> backward_outputs;  // the gradients' names
+};
+
+// The reserved bytes of one training step on one device, above its start.
+struct StepReserved {
+  Bytes forward = 0;   // the segments the forward takes
+  Bytes backward = 0;  // those the backward takes after it
+  Bytes total() const { return forward + backward; }
+};
+
+// The step after a backward planned as `memory` (one device's blocks of
+// `backward`'s timeline from the entry the planner was given: its
+// unplanned blocks, then the plan's pools; `kept`: the indices of the
+// blocks holding gradients at its return), on that device: the next
+// step's start (StepStartAfter), the forward replayed from it with its
+// plan, then the backward with the same pools from the state that forward
+// leaves (its timeline rebuilt from that entry, core/inductor/
+// wrapper_memory.h WholeGraphTimeline of `program` and `lines`, which must
+// be the backward's). O(k log k) replays plus one timeline of the lines.
+StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
+                              const WrapperProgram* program,
+                              const PoolLines* lines,
+                              const DeviceMemory& memory,
+                              const std::vector<int32_t>& kept);
+
+// The same step as default torch.compile runs it on `device`: the forward's
+// storages from the step's start (forward_timeline's), the backward's from
+// the state that leaves (`baseline`: the backward timeline's baseline
+// memory of the device, from the entry the request describes).
+StepReserved DefaultStepReserved(const TrainingStep& step,
+                                 const DeviceMemory& baseline);
 
 // Releases of a backward's freed inputs against one side's entry state,
 // in the order the backward frees them.

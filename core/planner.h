@@ -15,6 +15,7 @@ namespace memplan {
 struct GraphTimeline;   // core/graph_memory.h
 struct PoolLines;       // core/inductor/wrapper_lines.h
 struct WrapperProgram;  // core/inductor/wrapper_lines.h
+struct TrainingStep;    // core/entry_state.h
 
 // What bounds one planning run: the caller's deadline and cancellation.
 struct PlanContext {
@@ -45,6 +46,12 @@ struct PlanContext {
   // minimize the whole graph's peak; null: derived from the problem's
   // buffers where needed. Not owned.
   const GraphTimeline* timeline = nullptr;
+  // Of a training backward graph whose request carries its forward: the
+  // step around it (core/entry_state.h), for the planners that choose a
+  // backward's pools by the reserved bytes of the step that follows
+  // (strategy "partition"); null: none. With wrapper_program and
+  // wrapper_lines (the backward's lines). Not owned.
+  const TrainingStep* step = nullptr;
   // Inside a composite (core/composite.h): the smallest plan its earlier
   // members found that carries the placements it was read from
   // (Plan::placements), for a search to start from; null: none. Not owned.

@@ -58,7 +58,11 @@ namespace memplan {
 //      outputs in shared pools of outputs (a training backward's
 //      gradients) where that keeps the peak; the mode's lower bound is
 //      then the plain one.
-inline constexpr uint32_t kPlannerVersion = 12;
+//   13: strategy "partition" (and "auto" on a whole graph) judges a
+//      training backward's candidates (a request with a forward) by the
+//      reserved bytes of the step that follows (core/entry_state.h
+//      NextStepReserved): the segments its pools leave the next forward.
+inline constexpr uint32_t kPlannerVersion = 13;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

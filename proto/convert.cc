@@ -668,6 +668,14 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
       forward->outputs, forward->sources);
   resolved.timeline = WholeGraphTimeline(resolved.problem, &resolved.program,
                                          &resolved.lines, &entry);
+  auto step = std::make_shared<TrainingStep>();
+  step->forward = std::move(forward->problem);
+  step->forward_plan = std::move(forward->plan);
+  step->forward_timeline = std::move(next);
+  step->forward_outputs = std::move(forward->outputs);
+  step->sources = std::move(forward->sources);
+  step->backward_outputs = backward_outputs;
+  resolved.step = std::move(step);
   return resolved;
 }
 
@@ -678,6 +686,7 @@ PlanContext WithWrapperLines(const ResolvedRequest& resolved,
     context.wrapper_lines = &resolved.lines;
   }
   context.timeline = &resolved.timeline;
+  context.step = resolved.step.get();
   return context;
 }
 

@@ -11,6 +11,7 @@
 #define MEMPLAN_PROTO_CONVERT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -93,6 +94,10 @@ struct ResolvedRequest {
   // With a forward (request.forward): its message serialized
   // deterministically, which the graph hash covers; else empty.
   std::string forward_key;
+  // With a forward: the training step around this backward graph
+  // (core/entry_state.h), for the planners that judge a backward's pools
+  // by the step that follows; else null.
+  std::shared_ptr<const TrainingStep> step;
 };
 
 // Returns the entry state (core/entry_state.h) of a backward request that
@@ -117,8 +122,9 @@ absl::StatusOr<ForwardGraphState> ForwardEntryState(
 
 // Returns `context` with the wrapper lines of `resolved` attached
 // (PlanContext::wrapper_program and wrapper_lines, for strategies "reuse"
-// and "nnc") when the request gave events or nodes, and its timeline
-// (PlanContext::timeline); `resolved` must outlive the planning run.
+// and "nnc") when the request gave events or nodes, its timeline
+// (PlanContext::timeline) and its training step (PlanContext::step, with a
+// forward); `resolved` must outlive the planning run.
 PlanContext WithWrapperLines(const ResolvedRequest& resolved,
                              PlanContext context);
 

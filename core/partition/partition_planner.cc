@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/caching_allocator.h"
+#include "core/entry_state.h"
 #include "core/graph_memory.h"
 #include "core/inductor/range_max_tree.h"
 
@@ -297,6 +298,32 @@ class DevicePartition {
       }
     }
     return absl::OkStatus();
+  }
+
+  // The device's blocks with these pools (the unplanned ones first, then
+  // each pool over its hull at its padded height), and in `kept` the
+  // indices of those holding the graph's outputs at its return (`outputs`:
+  // the names).
+  DeviceMemory Memory(const DeviceMemory* unplanned,
+                      const std::vector<std::string>& outputs,
+                      std::vector<int32_t>& kept) const {
+    DeviceMemory memory;
+    if (unplanned != nullptr) {
+      memory = *unplanned;
+      for (const std::string& name : outputs) {
+        auto it = unplanned->held_at_end.find(name);
+        if (it != unplanned->held_at_end.end()) kept.push_back(it->second);
+      }
+    }
+    for (const PoolState& pool : pools_) {
+      const int64_t end = axis_.Position(pool.hull_end);
+      if (pool.output && end == kNeverFreed) {
+        kept.push_back(static_cast<int32_t>(memory.blocks.size()));
+      }
+      memory.blocks.push_back(MemoryBlock{axis_.Position(pool.hull_begin), end,
+                                          std::max(pool.height, pool.padded)});
+    }
+    return memory;
   }
 
   const std::vector<PoolState>& pools() const { return pools_; }
@@ -729,40 +756,81 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     auto near_peak = [&](const DevicePartition& candidate) {
       return candidate.peak() - lowest_peak <= lowest_peak / kPeakSlack;
     };
+    // The reserved bytes each candidate is judged by: its own replay's;
+    // for a training backward (context.step), those of the step that
+    // follows (core/entry_state.h NextStepReserved): the backward's pools
+    // decide the segments the next forward finds cached, so a candidate
+    // that reserves least in the backward alone may cost the step more.
+    const DeviceMemory* baseline = nullptr;
+    for (const DeviceMemory& memory : timeline->baseline) {
+      if (memory.device == device) baseline = &memory;
+    }
+    const bool by_step =
+        context.step != nullptr && context.wrapper_program != nullptr &&
+        context.wrapper_lines != nullptr && baseline != nullptr;
+    std::vector<Bytes> reserved(candidates.size());
+    // Shapes often build the same pools: each distinct set of blocks is
+    // replayed once.
+    struct Replayed {
+      std::vector<MemoryBlock> blocks;
+      std::vector<int32_t> kept;
+      Bytes reserved = 0;
+    };
+    std::vector<Replayed> replayed;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      reserved[c] = candidates[c]->reserved();
+      if (!by_step || !near_peak(*candidates[c])) continue;
+      std::vector<int32_t> kept;
+      const DeviceMemory memory = candidates[c]->Memory(
+          unplanned, context.step->backward_outputs, kept);
+      auto same = std::find_if(
+          replayed.begin(), replayed.end(), [&](const auto& earlier) {
+            return earlier.blocks == memory.blocks && earlier.kept == kept;
+          });
+      if (same != replayed.end()) {
+        reserved[c] = same->reserved;
+        continue;
+      }
+      if (absl::Status status = context.Check(); !status.ok()) return status;
+      reserved[c] =
+          NextStepReserved(*context.step, problem, context.wrapper_program,
+                           context.wrapper_lines, memory, kept)
+              .total();
+      replayed.push_back(Replayed{memory.blocks, kept, reserved[c]});
+    }
     Bytes least_reserved = std::numeric_limits<Bytes>::max();
-    for (const auto& candidate : candidates) {
-      if (near_peak(*candidate)) {
-        least_reserved = std::min(least_reserved, candidate->reserved());
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (near_peak(*candidates[c])) {
+        least_reserved = std::min(least_reserved, reserved[c]);
       }
     }
     Bytes allowed_reserved =
         least_reserved + std::max(CachingAllocatorModel::kRoundLarge,
                                   least_reserved / kReservedSlack);
-    for (const DeviceMemory& memory : timeline->baseline) {
-      if (memory.device == device) {
-        allowed_reserved = std::max(
-            allowed_reserved, ReplayCachingAllocator(memory).stats.reserved);
-      }
+    if (baseline != nullptr) {
+      allowed_reserved = std::max(
+          allowed_reserved,
+          by_step ? DefaultStepReserved(*context.step, *baseline).total()
+                  : ReplayCachingAllocator(*baseline).stats.reserved);
     }
-    auto eligible = [&](const DevicePartition& candidate) {
-      return near_peak(candidate) && candidate.reserved() <= allowed_reserved;
+    auto eligible = [&](size_t c) {
+      return near_peak(*candidates[c]) && reserved[c] <= allowed_reserved;
     };
     size_t fewest = std::numeric_limits<size_t>::max();
     size_t slack = 0;
-    for (const auto& candidate : candidates) {
-      if (eligible(*candidate) && candidate->pools().size() < fewest) {
-        fewest = candidate->pools().size();
-        slack = candidate->intermediate_pools() / kPoolSlack;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (eligible(c) && candidates[c]->pools().size() < fewest) {
+        fewest = candidates[c]->pools().size();
+        slack = candidates[c]->intermediate_pools() / kPoolSlack;
       }
     }
     const size_t few = fewest + slack;
     size_t chosen = candidates.size();
     for (size_t c = 0; c < candidates.size(); ++c) {
-      const DevicePartition& candidate = *candidates[c];
-      if (!eligible(candidate) || candidate.pools().size() > few) continue;
+      if (!eligible(c) || candidates[c]->pools().size() > few) continue;
       if (chosen == candidates.size() ||
-          std::make_pair(candidate.reserved(), candidate.pools().size()) <
-              std::make_pair(candidates[chosen]->reserved(),
+          std::make_pair(reserved[c], candidates[c]->pools().size()) <
+              std::make_pair(reserved[chosen],
                              candidates[chosen]->pools().size())) {
         chosen = c;
       }

@@ -69,8 +69,17 @@
 // fewest pools, or where candidates with at most 1/8 more pools of
 // intermediates reserve less, the one of them that reserves least: the peak
 // first, the allocations second, and never more reserved bytes than
-// default's where a candidate reserves no more. Mode `none`
-// pads nothing (a pool is never larger than its largest buffer).
+// default's where a candidate reserves no more. For a training backward
+// whose request carries its forward (PlanContext::step), a candidate's
+// reserved bytes are the training step's that follows it, default's
+// likewise (core/entry_state.h NextStepReserved, DefaultStepReserved):
+// the segments its gradients leave decide where the next forward's
+// activations go, so a backward that reserves least on its own may cost
+// the step more. That costs, per candidate within the peak's slack, one
+// forward replay, two backward replays and one timeline of the lines
+// (distinct candidates only; the suite's backward graphs: at most 60 ms
+// with outputs released together on a 2-core machine, docs/gpu.md). Mode
+// `none` pads nothing (a pool is never larger than its largest buffer).
 //
 // Pool modes `intermediates` and `none`: each output keeps a pool of its
 // own (the caller frees outputs independently, as both modes require); a

@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/bounds.h"
+#include "core/entry_state.h"
+#include "core/graph_memory.h"
 #include "core/types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -462,6 +464,141 @@ TEST(ResolveRequestTest, ABackwardStartsFromWhatItsForwardLeaves) {
     }
     EXPECT_EQ(freed, 1);
   }
+}
+
+// A training step whose forward allocates a 22 MiB intermediate t first
+// and saves a (2 MiB); its backward frees x (which is a), allocates a
+// 22 MiB intermediate h and two 12 MiB gradients, then frees h. Every
+// group in a pool of its own in the forward's plan.
+v1::PlanMemoryRequest GradientStep() {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  v1::PlanMemoryRequest forward;
+  for (const v1::Event& event :
+       {EventOf(v1::EVENT_KIND_ALLOCATE, "t", 22 * kMiB),
+        EventOf(v1::EVENT_KIND_OTHER, ""),
+        EventOf(v1::EVENT_KIND_FREE_IF_NOT_REUSED, "t"),
+        EventOf(v1::EVENT_KIND_ALLOCATE, "a", 2 * kMiB),
+        EventOf(v1::EVENT_KIND_OTHER, "")}) {
+    *forward.add_events() = event;
+  }
+  forward.add_output_names("a");
+  v1::PlanMemoryRequest backward;
+  for (const v1::Event& event :
+       {EventOf(v1::EVENT_KIND_FREE_INPUT, "x", 0),
+        EventOf(v1::EVENT_KIND_ALLOCATE, "h", 22 * kMiB),
+        EventOf(v1::EVENT_KIND_ALLOCATE, "g1", 12 * kMiB),
+        EventOf(v1::EVENT_KIND_ALLOCATE, "g2", 12 * kMiB),
+        EventOf(v1::EVENT_KIND_OTHER, ""),
+        EventOf(v1::EVENT_KIND_FREE_IF_NOT_REUSED, "h"),
+        EventOf(v1::EVENT_KIND_OTHER, "")}) {
+    *backward.add_events() = event;
+  }
+  backward.add_output_names("g1");
+  backward.add_output_names("g2");
+  v1::ForwardGraph& graph = *backward.mutable_forward();
+  *graph.mutable_request() = forward;
+  v1::InputSource& source = *graph.add_input_sources();
+  source.set_input("x");
+  source.set_forward_output("a");
+  for (const auto& [name, bytes] :
+       {std::pair<const char*, int64_t>{"pool0", 22 * kMiB},
+        {"pool1", 2 * kMiB}}) {
+    v1::Pool& pool = *graph.mutable_plan()->add_pools();
+    pool.set_name(name);
+    pool.set_device("cuda:0");
+    pool.set_size_bytes(bytes);
+    v1::Assignment& assignment = *graph.mutable_plan()->add_assignments();
+    assignment.set_pool(name);
+    assignment.set_offset(0);
+  }
+  return backward;
+}
+
+TEST(ResolveRequestTest, ABackwardCarriesItsTrainingStep) {
+  const absl::StatusOr<ResolvedRequest> resolved =
+      ResolveRequest(GradientStep());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  ASSERT_NE(resolved->step, nullptr);
+  EXPECT_EQ(resolved->step->forward_outputs, std::vector<std::string>{"a"});
+  EXPECT_EQ(resolved->step->backward_outputs,
+            (std::vector<std::string>{"g1", "g2"}));
+  ASSERT_EQ(resolved->step->sources.size(), 1u);
+  EXPECT_EQ(WithWrapperLines(*resolved, PlanContext{}).step,
+            resolved->step.get());
+  // Without a forward there is no step.
+  v1::PlanMemoryRequest alone = GradientStep();
+  alone.clear_forward();
+  for (v1::Event& event : *alone.mutable_events()) {
+    if (event.kind() == v1::EVENT_KIND_FREE_INPUT) event.set_size_bytes(1024);
+  }
+  const absl::StatusOr<ResolvedRequest> plain = ResolveRequest(alone);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->step, nullptr);
+  EXPECT_EQ(WithWrapperLines(*plain, PlanContext{}).step, nullptr);
+}
+
+// The step's start (the previous step's gradient segments, then the
+// forward, the backward's entry) by hand, as the CUDA caching allocator
+// serves it (segments of requests of 10 MiB and more: their rounded size):
+//   default's first step: t takes a 22 MiB segment, a is split off it
+//   after t's free; the backward's h takes it back, g1 and g2 take 12 MiB
+//   segments; empty_cache releases the 22 MiB one: the step starts with
+//   two free 12 MiB segments, the forward's t takes a new 22 MiB one.
+// Then, per plan of the backward:
+//   a pool per gradient: g1 and g2 in the two 12 MiB segments again, the
+//     next forward's t finds no 22 MiB block: 22 MiB reserved, none in the
+//     backward;
+//   one 24 MiB pool for both: a new 24 MiB segment, the only one the next
+//     step starts with; t and a fit in it, but then h takes it and the
+//     pool takes another 24 MiB segment: 24 MiB, all in the backward.
+TEST(TrainingStepTest, TheGradientsPoolsDecideTheNextForwardsSegments) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  const absl::StatusOr<ResolvedRequest> resolved =
+      ResolveRequest(GradientStep());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  ASSERT_NE(resolved->step, nullptr);
+  ASSERT_EQ(resolved->timeline.unplanned.size(), 1u);
+  ASSERT_EQ(resolved->timeline.baseline.size(), 1u);
+  auto span_of = [&](const std::string& name) {
+    for (size_t g = 0; g < resolved->problem.buffers.size(); ++g) {
+      if (resolved->problem.buffers[g].names[0] == name) {
+        return resolved->timeline.spans[g];
+      }
+    }
+    ADD_FAILURE() << name;
+    return GraphTimeline::Span{};
+  };
+  const GraphTimeline::Span h = span_of("h");
+  const GraphTimeline::Span g1 = span_of("g1");
+  const GraphTimeline::Span g2 = span_of("g2");
+  auto step_of = [&](bool shared) {
+    DeviceMemory memory = resolved->timeline.unplanned[0];
+    std::vector<int32_t> kept;
+    memory.blocks.push_back(MemoryBlock{h.begin, h.end, 22 * kMiB});
+    auto add_kept = [&](int64_t begin, Bytes size) {
+      kept.push_back(static_cast<int32_t>(memory.blocks.size()));
+      memory.blocks.push_back(MemoryBlock{begin, kNeverFreed, size});
+    };
+    if (shared) {
+      add_kept(std::min(g1.begin, g2.begin), 24 * kMiB);
+    } else {
+      add_kept(g1.begin, 12 * kMiB);
+      add_kept(g2.begin, 12 * kMiB);
+    }
+    return NextStepReserved(*resolved->step, resolved->problem,
+                            &resolved->program, &resolved->lines, memory, kept);
+  };
+  const StepReserved apart = step_of(false);
+  EXPECT_EQ(apart.forward, 22 * kMiB);
+  EXPECT_EQ(apart.backward, 0);
+  const StepReserved shared = step_of(true);
+  EXPECT_EQ(shared.forward, 0);
+  EXPECT_EQ(shared.backward, 24 * kMiB);
+  const StepReserved by_default =
+      DefaultStepReserved(*resolved->step, resolved->timeline.baseline[0]);
+  EXPECT_EQ(by_default.forward, 22 * kMiB);
+  EXPECT_EQ(by_default.backward, 0);
+  EXPECT_EQ(by_default.total(), apart.total());
 }
 
 TEST(ResolveRequestTest, AForwardThatCannotBeReadNamesTheField) {

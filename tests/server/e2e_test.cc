@@ -288,7 +288,7 @@ TEST_F(EndToEndTest, GraphHashIsTheSameInEveryProcessAndCached) {
   const std::string hash = RequestGraphHash(*request).value();
   // Changes only with kGraphHashFormatVersion or kPlannerVersion (or the
   // corpus file).
-  EXPECT_EQ(hash, "7bb2676d69466e34991ee5d0a27b0037");
+  EXPECT_EQ(hash, "f715d2c8cc929a881e656f4e5efcf20e");
   for (const v1::CacheStatus cache :
        {v1::CACHE_STATUS_MISS, v1::CACHE_STATUS_LOCAL}) {
     const RunResult run = Memplan({"plan", "--strategy=inductor", file});
