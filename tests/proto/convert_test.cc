@@ -404,6 +404,29 @@ v1::Event EventOf(v1::EventKind kind, const std::string& name,
   return event;
 }
 
+// Gives `backward` its forward: `forward`'s request, backward input x
+// sourced to forward output a, and as the forward's plan each of its
+// groups in a pool of its own of `pool_bytes` (in group order).
+void AttachForward(const v1::PlanMemoryRequest& forward,
+                   const std::vector<int64_t>& pool_bytes,
+                   v1::PlanMemoryRequest& backward) {
+  v1::ForwardGraph& graph = *backward.mutable_forward();
+  *graph.mutable_request() = forward;
+  v1::InputSource& source = *graph.add_input_sources();
+  source.set_input("x");
+  source.set_forward_output("a");
+  for (size_t i = 0; i < pool_bytes.size(); ++i) {
+    const std::string name = absl::StrCat("pool", i);
+    v1::Pool& pool = *graph.mutable_plan()->add_pools();
+    pool.set_name(name);
+    pool.set_device("cuda:0");
+    pool.set_size_bytes(pool_bytes[i]);
+    v1::Assignment& assignment = *graph.mutable_plan()->add_assignments();
+    assignment.set_pool(name);
+    assignment.set_offset(0);
+  }
+}
+
 v1::PlanMemoryRequest BackwardWithForward() {
   constexpr int64_t kMiB = int64_t{1} << 20;
   v1::PlanMemoryRequest forward;
@@ -427,24 +450,8 @@ v1::PlanMemoryRequest BackwardWithForward() {
     *backward.add_events() = event;
   }
   backward.add_output_names("g");
-  v1::ForwardGraph& graph = *backward.mutable_forward();
-  *graph.mutable_request() = forward;
-  v1::InputSource& source = *graph.add_input_sources();
-  source.set_input("x");
-  source.set_forward_output("a");
   // Each group (a, t, u) in a pool of its own.
-  for (const auto& [name, bytes] :
-       {std::pair<const char*, int64_t>{"pool0", 3 * kMiB},
-        {"pool1", 5 * kMiB},
-        {"pool2", 2 * kMiB}}) {
-    v1::Pool& pool = *graph.mutable_plan()->add_pools();
-    pool.set_name(name);
-    pool.set_device("cuda:0");
-    pool.set_size_bytes(bytes);
-    v1::Assignment& assignment = *graph.mutable_plan()->add_assignments();
-    assignment.set_pool(name);
-    assignment.set_offset(0);
-  }
+  AttachForward(forward, {3 * kMiB, 5 * kMiB, 2 * kMiB}, backward);
   return backward;
 }
 
@@ -495,22 +502,7 @@ v1::PlanMemoryRequest GradientStep() {
   }
   backward.add_output_names("g1");
   backward.add_output_names("g2");
-  v1::ForwardGraph& graph = *backward.mutable_forward();
-  *graph.mutable_request() = forward;
-  v1::InputSource& source = *graph.add_input_sources();
-  source.set_input("x");
-  source.set_forward_output("a");
-  for (const auto& [name, bytes] :
-       {std::pair<const char*, int64_t>{"pool0", 22 * kMiB},
-        {"pool1", 2 * kMiB}}) {
-    v1::Pool& pool = *graph.mutable_plan()->add_pools();
-    pool.set_name(name);
-    pool.set_device("cuda:0");
-    pool.set_size_bytes(bytes);
-    v1::Assignment& assignment = *graph.mutable_plan()->add_assignments();
-    assignment.set_pool(name);
-    assignment.set_offset(0);
-  }
+  AttachForward(forward, {22 * kMiB, 2 * kMiB}, backward);
   return backward;
 }
 
