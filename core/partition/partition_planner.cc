@@ -221,19 +221,12 @@ class DevicePartition {
   // target; the reserved bytes never rise.
   absl::Status ShareSegments(const PlanContext& context,
                              const DeviceMemory* unplanned) {
-    std::vector<MemoryBlock> blocks;
-    std::vector<CachedBlock> cached;
-    const CachingAllocatorModel* start = nullptr;
-    if (unplanned != nullptr) {
-      blocks = unplanned->blocks;
-      cached = unplanned->cached;
-      start = unplanned->start.get();
-    }
-    const size_t first = blocks.size();
-    for (const PoolState& pool : pools_) {
-      blocks.push_back(MemoryBlock{axis_.Position(pool.hull_begin),
-                                   axis_.Position(pool.hull_end), pool.height});
-    }
+    std::vector<int32_t> kept;  // not read: no output names asked for
+    DeviceMemory memory = Memory(unplanned, {}, kept);
+    std::vector<MemoryBlock>& blocks = memory.blocks;
+    const std::vector<CachedBlock>& cached = memory.cached;
+    const CachingAllocatorModel* start = memory.start.get();
+    const size_t first = blocks.size() - pools_.size();
     // The peak as the whole-graph stats count it (core/graph_memory.h
     // WholeGraphPeaks): the allocator model's with CUDA's 512-byte block,
     // else the rounded bytes of the tree.

@@ -77,7 +77,7 @@
 // activations go, so a backward that reserves least on its own may cost
 // the step more. That costs, per candidate within the peak's slack, one
 // forward replay, two backward replays and one timeline of the lines
-// (distinct candidates only; the suite's backward graphs: at most 60 ms
+// (distinct candidates only; the suite's backward graphs: at most 75 ms
 // with outputs released together on a 2-core machine, docs/gpu.md). Mode
 // `none` pads nothing (a pool is never larger than its largest buffer).
 //
