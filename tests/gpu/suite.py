@@ -69,7 +69,9 @@ worker's record.
 Each worker measures, for one compiled step (training: forward +
 loss.backward(), gradients set to None before) after compiling and
 torch.cuda.empty_cache(): peak allocated and peak reserved above the step's
-start, allocator calls (memory_stats' allocation.all.allocated), step time
+start (and the reserved peak above the bytes in use at the start, which
+counts the segments the previous step's gradients left cached), allocator
+calls (memory_stats' allocation.all.allocated), step time
 (CUDA events, median of 20 steps), compile time (the first step, under the
 wave's CPU load), and, per compiled graph (CompiledFxGraph.__call__ wrapped:
 peak statistics reset at entry, read at return), the peak allocated above
@@ -636,6 +638,8 @@ def write_results(args, results):
 # same metric).
 SUMMARY = (("peak allocated", "peak_allocated", 1.005, None),
            ("peak reserved", "peak_reserved", 1.005, None),
+           ("peak reserved above the bytes in use at the start",
+            "peak_reserved_over_live", 1.005, None),
            ("allocator calls", "allocator_calls", 1.005, None),
            ("calls the plan replaces", "planned_calls", 0.25,
             "planned_calls_default"),
@@ -674,16 +678,18 @@ def per_graph_table(results, memplan, measured, baseline, predicted,
 
 def markdown(results, configs):
     """The suite's tables: per model and mode, each configuration's peak
-    allocated / peak reserved (MiB above the step's start), allocator
-    calls (memplan's: with the calls its plans replace, "(pools for
-    default's calls)", planned_calls), step time; then per graph, measured
-    vs predicted peaks."""
+    allocated / peak reserved (MiB above the step's start; in
+    parentheses above the bytes in use at the start), allocator calls
+    (memplan's: with the calls its plans replace, "(pools for default's
+    calls)", planned_calls), step time; then per graph, measured vs
+    predicted peaks."""
     device = next((r.get("device") for r in results if r.get("device")), "?")
     torch_version = next((r.get("torch") for r in results if r.get("torch")),
                          "?")
     lines = [f"GPU: {device}; torch {torch_version}", ""]
     header = "| model | mode | " + " | ".join(
-        f"{c}: alloc / reserved MiB, calls, ms" for c in configs) + " |"
+        f"{c}: alloc / reserved (above live) MiB, calls, ms"
+        for c in configs) + " |"
     lines += [header, "| --- | --- |" + " --- |" * len(configs)]
     for r in results:
         cells = []
@@ -695,8 +701,11 @@ def markdown(results, configs):
             planned = (f" ({m['planned_calls']} for "
                        f"{m['planned_calls_default']})"
                        if "planned_calls" in m else "")
+            over_live = (f" ({mib(m['peak_reserved_over_live'])})"
+                         if "peak_reserved_over_live" in m else "")
             cells.append(f"{mib(m['peak_allocated'])} / "
-                         f"{mib(m['peak_reserved'])}, {m['allocator_calls']}"
+                         f"{mib(m['peak_reserved'])}{over_live}, "
+                         f"{m['allocator_calls']}"
                          f"{planned}, {m.get('step_ms', 0):.2f}")
         lines.append(f"| {r['model']} | {r['mode']} | " + " | ".join(cells)
                      + " |")
@@ -1012,7 +1021,10 @@ class GraphCalls:
     the entry (`entry_segments`): per segment [pool ("small" or "large"),
     bytes, [[block bytes, state ("active_allocated", "inactive", ...),
     *allocation_site], ...] in address order, the segment's address], and
-    what the allocator did during the call (`trace`: allocator_trace)."""
+    what the allocator did during the call (`trace`: allocator_trace) and
+    since the previous graph returned (`trace_before_entry`: the eager work
+    between graphs, such as the loss and autograd's; for a step's first
+    graph, since the step began)."""
 
     def __init__(self, torch, snapshots=False):
         from torch._inductor.output_code import CompiledFxGraph
@@ -1020,11 +1032,13 @@ class GraphCalls:
         self.measuring = False
         self.snapshots = snapshots
         self.calls = []
+        self.last_return = None  # the snapshot at the last graph's return
         original = CompiledFxGraph.__call__
         graph_calls = self
 
         def call(graph, inputs):
             if not graph_calls.measuring:
+                graph_calls.last_return = None
                 return original(graph, inputs)
             cuda = graph_calls.torch.cuda
             entry = before = None
@@ -1048,9 +1062,14 @@ class GraphCalls:
                 return original(graph, inputs)
             finally:
                 if before is not None:
-                    entry_trace = {"trace": allocator_trace(
-                        before, cuda.memory._snapshot(),
-                        cuda.current_device())}
+                    after = cuda.memory._snapshot()
+                    device = cuda.current_device()
+                    entry_trace = {"trace": allocator_trace(before, after,
+                                                            device)}
+                    if graph_calls.last_return is not None:
+                        entry_trace["trace_before_entry"] = allocator_trace(
+                            graph_calls.last_return, before, device)
+                    graph_calls.last_return = after
                 else:
                     entry_trace = {}
                 graph_calls.calls.append({
@@ -1692,6 +1711,15 @@ def run_worker(args):
         m["peak_allocated"] = torch.cuda.max_memory_allocated() \
             - start_allocated
         m["peak_reserved"] = torch.cuda.max_memory_reserved() - start_reserved
+        # The same peak above the bytes in use at the start (not its
+        # reserved bytes): a training step starts with the previous step's
+        # gradient segments cached, which are the configuration's own (one
+        # block per gradient, or pools of them) and differ between
+        # configurations while the bytes in use do not; this counts them.
+        m["peak_reserved_over_live"] = (torch.cuda.max_memory_reserved()
+                                        - start_allocated)
+        m["start_reserved"] = start_reserved
+        m["start_allocated"] = start_allocated
         m["allocator_calls"] = torch.cuda.memory_stats().get(
             "allocation.all.allocated", 0) - calls_before
         if training:
@@ -1716,9 +1744,16 @@ def run_worker(args):
         torch.cuda.reset_peak_memory_stats()
         worker["graph_step_start"] = torch.cuda.memory_allocated()
         calls.measuring = True
+        if args.entry_snapshots:  # the first graph's trace_before_entry
+            calls.last_return = torch.cuda.memory._snapshot()
         out = step(fn)
         calls.measuring = False
         torch.cuda.synchronize()
+        if args.entry_snapshots and calls.last_return is not None:
+            # After the last graph returned: autograd's accumulation, ...
+            worker["graph_step_tail_trace"] = allocator_trace(
+                calls.last_return, torch.cuda.memory._snapshot(),
+                torch.cuda.current_device())
         # The most allocated since the last graph's entry (absolute): after
         # the last graph returned, autograd's accumulation and the rest.
         worker["graph_step_tail_peak"] = torch.cuda.max_memory_allocated()

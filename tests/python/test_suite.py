@@ -57,6 +57,34 @@ class StepTimeTableTest(unittest.TestCase):
         self.assertIn("- gpt2 inference: ok", table)
 
 
+class MemoryTableTest(unittest.TestCase):
+    def test_reserved_above_the_live_start_beside_above_the_start(self):
+        # A training step whose start caches the previous step's gradient
+        # segments: memplan's start holds 40 MiB fewer of them, so above
+        # the start it reserves more and above the bytes in use less.
+        mib = 2**20
+
+        def config(reserved, over_live):
+            return {"peak_allocated": 100 * mib, "peak_reserved": reserved,
+                    "peak_reserved_over_live": over_live,
+                    "allocator_calls": 10}
+        results = [{"model": "vit_b_16", "mode": "training",
+                    "device": "GPU X", "torch": "2.11", "problems": [],
+                    "configs": {
+                        "default": config(200 * mib, 300 * mib),
+                        "memplan_partition_grads": config(220 * mib,
+                                                          290 * mib)}}]
+        table = suite.markdown(results,
+                               ["default", "memplan_partition_grads"])
+        self.assertIn("| vit_b_16 | training | 100.0 / 200.0 (300.0), 10, "
+                      "0.00 | 100.0 / 220.0 (290.0), 10, 0.00 |", table)
+        self.assertIn("| peak reserved above the bytes in use at the start "
+                      "|", table)
+        self.assertIn("| memplan_partition_grads | 1.000 / 1.000, 1 of 1 | "
+                      "1.100 / 1.100, 0 of 1 | 0.967 / 0.967, 1 of 1 |",
+                      table)
+
+
 class ProfileTableTest(unittest.TestCase):
     def test_no_profiles_no_lines(self):
         self.assertEqual(suite.profile_markdown(
