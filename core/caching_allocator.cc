@@ -126,6 +126,14 @@ void CachingAllocatorModel::EmptyCache() {
   }
 }
 
+Bytes CachingAllocatorModel::CachedBytes() const {
+  Bytes bytes = 0;
+  for (const FreeSet* pool : {&small_, &large_}) {
+    for (const auto& [size, address, block] : *pool) bytes += size;
+  }
+  return bytes;
+}
+
 std::vector<int32_t> CachingAllocatorModel::InUse() const {
   std::vector<int32_t> in_use;
   for (size_t b = 0; b < blocks_.size(); ++b) {

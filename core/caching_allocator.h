@@ -103,6 +103,10 @@ class CachingAllocatorModel {
   // Whether the block `handle` is in use.
   bool in_use(int32_t handle) const { return blocks_[handle].in_use; }
 
+  // The bytes of every free block of both pools: the segments cached and
+  // not in use (after EmptyCache and every block freed, the reserved bytes
+  // the state holds). O(f) for f free blocks.
+  Bytes CachedBytes() const;
   // The size in bytes of the largest free block of the large pool (0: none).
   Bytes LargestFree() const {
     return large_.empty() ? 0 : std::get<0>(*large_.rbegin());

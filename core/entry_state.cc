@@ -190,6 +190,7 @@ StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
   GraphTimeline next = step.forward_timeline;
   const std::shared_ptr<const CachingAllocatorModel> start =
       StepStartAfter(memory, kept);
+  reserved.start = start->CachedBytes();
   for (DeviceMemory& device : next.unplanned) {
     if (device.device == memory.device) device.start = start;
   }
@@ -215,17 +216,6 @@ StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
                          memory.blocks.end());
     reserved.backward = ReplayCachingAllocator(replay).stats.reserved;
   }
-  return reserved;
-}
-
-StepReserved DefaultStepReserved(const TrainingStep& step,
-                                 const DeviceMemory& baseline) {
-  const absl::flat_hash_set<std::string> outputs(step.forward_outputs.begin(),
-                                                 step.forward_outputs.end());
-  StepReserved reserved;
-  reserved.forward = ReservedOn(
-      BaselineForwardEnd(step.forward_timeline, outputs), baseline.device);
-  reserved.backward = ReplayCachingAllocator(baseline).stats.reserved;
   return reserved;
 }
 

@@ -148,11 +148,17 @@ struct TrainingStep {
   std::vector<std::string> backward_outputs;  // the gradients' names
 };
 
-// The reserved bytes of one training step on one device, above its start.
+// The reserved bytes of one training step on one device: the segments
+// cached at its start (the previous step's gradients', which the plan of
+// the backward decides: one block per gradient or pools of them), then
+// those the step takes. torch.cuda.max_memory_reserved() in a training
+// loop counts all of them: a plan whose gradients leave fewer bytes cached
+// costs the step no more for taking more segments in its forward.
 struct StepReserved {
+  Bytes start = 0;     // the free segments cached at the step's start
   Bytes forward = 0;   // the segments the forward takes
   Bytes backward = 0;  // those the backward takes after it
-  Bytes total() const { return forward + backward; }
+  Bytes total() const { return start + forward + backward; }
 };
 
 // The step after a backward planned as `memory` (one device's blocks of
@@ -169,13 +175,6 @@ StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
                               const PoolLines* lines,
                               const DeviceMemory& memory,
                               const std::vector<int32_t>& kept);
-
-// The same step as default torch.compile runs it on `device`: the forward's
-// storages from the step's start (forward_timeline's), the backward's from
-// the state that leaves (`baseline`: the backward timeline's baseline
-// memory of the device, from the entry the request describes).
-StepReserved DefaultStepReserved(const TrainingStep& step,
-                                 const DeviceMemory& baseline);
 
 // Releases of a backward's freed inputs against one side's entry state,
 // in the order the backward frees them.

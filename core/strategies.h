@@ -62,7 +62,10 @@ namespace memplan {
 //      training backward's candidates (a request with a forward) by the
 //      reserved bytes of the step that follows (core/entry_state.h
 //      NextStepReserved): the segments its pools leave the next forward.
-inline constexpr uint32_t kPlannerVersion = 13;
+//   14: the step's reserved bytes count the segments cached at its start
+//      (the previous step's gradients'), as torch.cuda.max_memory_reserved
+//      does, not only those the step takes after it.
+inline constexpr uint32_t kPlannerVersion = 14;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

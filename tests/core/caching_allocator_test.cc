@@ -50,6 +50,26 @@ TEST(CachingAllocatorModelTest, MidSizedRequestsShareATwentyMiBSegment) {
   EXPECT_EQ(model.stats().reserved, 40 * kMiB);
 }
 
+// CachedBytes: the free blocks of both pools, what empty_cache() leaves
+// cached once every block is freed.
+TEST(CachingAllocatorModelTest, CachedBytesAreTheFreeBlocksOfBothPools) {
+  CachingAllocatorModel model;
+  EXPECT_EQ(model.CachedBytes(), 0);
+  const int32_t small = model.Malloc(1000);
+  const int32_t mid = model.Malloc(3 * kMiB);
+  const int32_t large = model.Malloc(18 * kMiB);  // a segment of its own
+  // The rests: 2 MiB - 1024 bytes and 17 MiB; the 18 MiB segment has none.
+  EXPECT_EQ(model.CachedBytes(), 2 * kMiB - 1024 + 17 * kMiB);
+  model.Free(large);
+  model.EmptyCache();  // releases the 18 MiB segment
+  EXPECT_EQ(model.CachedBytes(), 2 * kMiB - 1024 + 17 * kMiB);
+  model.Free(small);
+  model.Free(mid);
+  EXPECT_EQ(model.CachedBytes(), 22 * kMiB);
+  model.EmptyCache();
+  EXPECT_EQ(model.CachedBytes(), 0);
+}
+
 TEST(CachingAllocatorModelTest, ALargerLaterPoolCannotUseASmallerFreedOne) {
   CachingAllocatorModel model;
   model.Free(model.Malloc(50 * kMiB));

@@ -581,16 +581,75 @@ TEST(TrainingStepTest, TheGradientsPoolsDecideTheNextForwardsSegments) {
                             &resolved->program, &resolved->lines, memory, kept);
   };
   const StepReserved apart = step_of(false);
+  EXPECT_EQ(apart.start, 24 * kMiB);
+  EXPECT_EQ(apart.forward, 22 * kMiB);
+  EXPECT_EQ(apart.backward, 0);
+  EXPECT_EQ(apart.total(), 46 * kMiB);
+  const StepReserved shared = step_of(true);
+  EXPECT_EQ(shared.start, 24 * kMiB);
+  EXPECT_EQ(shared.forward, 0);
+  EXPECT_EQ(shared.backward, 24 * kMiB);
+  EXPECT_EQ(shared.total(), 48 * kMiB);
+}
+
+// The step's start counts: gradients packed into fewer bytes of segments
+// leave the next forward less to reuse. GradientStep with 11 MiB
+// gradients (requests of 10 MiB and more take segments of their size
+// rounded to 2 MiB):
+//   a pool per gradient: two 12 MiB segments cached at the step's start;
+//     the forward's t (22 MiB) fits neither: 24 + 22 MiB, the backward's g1
+//     and g2 back in the 12 MiB segments;
+//   one 22 MiB pool for both: one 22 MiB segment at the start, which t and
+//     then a take; the backward's h takes it back once x frees a, and the
+//     pool a new one: 22 + 22 MiB.
+// Counted above the start (planner version 13) both cost 22 MiB.
+TEST(TrainingStepTest, TheStepCountsTheSegmentsCachedAtItsStart) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  v1::PlanMemoryRequest request = GradientStep();
+  for (v1::Event& event : *request.mutable_events()) {
+    if (event.kind() == v1::EVENT_KIND_ALLOCATE && event.name() != "h") {
+      event.set_size_bytes(11 * kMiB);
+    }
+  }
+  const absl::StatusOr<ResolvedRequest> resolved = ResolveRequest(request);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  ASSERT_NE(resolved->step, nullptr);
+  ASSERT_EQ(resolved->timeline.unplanned.size(), 1u);
+  GraphTimeline::Span h, g1, g2;
+  for (size_t g = 0; g < resolved->problem.buffers.size(); ++g) {
+    const std::string& name = resolved->problem.buffers[g].names[0];
+    if (name == "h") h = resolved->timeline.spans[g];
+    if (name == "g1") g1 = resolved->timeline.spans[g];
+    if (name == "g2") g2 = resolved->timeline.spans[g];
+  }
+  auto step_of = [&](bool shared) {
+    DeviceMemory memory = resolved->timeline.unplanned[0];
+    std::vector<int32_t> kept;
+    memory.blocks.push_back(MemoryBlock{h.begin, h.end, 22 * kMiB});
+    auto add_kept = [&](int64_t begin, Bytes size) {
+      kept.push_back(static_cast<int32_t>(memory.blocks.size()));
+      memory.blocks.push_back(MemoryBlock{begin, kNeverFreed, size});
+    };
+    if (shared) {
+      add_kept(std::min(g1.begin, g2.begin), 22 * kMiB);
+    } else {
+      add_kept(g1.begin, 11 * kMiB);
+      add_kept(g2.begin, 11 * kMiB);
+    }
+    return NextStepReserved(*resolved->step, resolved->problem,
+                            &resolved->program, &resolved->lines, memory, kept);
+  };
+  const StepReserved apart = step_of(false);
+  EXPECT_EQ(apart.start, 24 * kMiB);
   EXPECT_EQ(apart.forward, 22 * kMiB);
   EXPECT_EQ(apart.backward, 0);
   const StepReserved shared = step_of(true);
+  EXPECT_EQ(shared.start, 22 * kMiB);
   EXPECT_EQ(shared.forward, 0);
-  EXPECT_EQ(shared.backward, 24 * kMiB);
-  const StepReserved by_default =
-      DefaultStepReserved(*resolved->step, resolved->timeline.baseline[0]);
-  EXPECT_EQ(by_default.forward, 22 * kMiB);
-  EXPECT_EQ(by_default.backward, 0);
-  EXPECT_EQ(by_default.total(), apart.total());
+  EXPECT_EQ(shared.backward, 22 * kMiB);
+  EXPECT_EQ(shared.total(), 44 * kMiB);
+  EXPECT_EQ(apart.total(), 46 * kMiB);
+  EXPECT_EQ(shared.forward + shared.backward, apart.forward + apart.backward);
 }
 
 TEST(ResolveRequestTest, AForwardThatCannotBeReadNamesTheField) {
