@@ -77,13 +77,13 @@
 // candidate may reserve at most 2 MiB more than the least (no slack of
 // the step's total, no default's step as a ceiling: the step's forward
 // and start dominate the total, and the model's step errs by up to 30 MiB
-// on the suite's models, docs/gpu.md "Run Z5"). The gradients' segments
-// decide where the next forward's activations go, so a backward that reserves
-// least on its own may cost the step more, and gradients packed into fewer
-// segments leave the forward less to reuse but cost the step no more. That
-// costs, per candidate within the peak's slack, one forward replay, two
+// on the suite's models, docs/gpu.md "Runs D1 and Z3 to Z5"). The gradients'
+// segments decide where the next forward's activations go, so a backward that
+// reserves least on its own may cost the step more, and gradients packed into
+// fewer segments leave the forward less to reuse but cost the step no more.
+// That costs, per candidate within the peak's slack, one forward replay, two
 // backward replays and one timeline of the lines (distinct candidates only; the
-// suite's backward graphs: at most 75 ms with outputs released together on a
+// suite's backward graphs: at most 42 ms with outputs released together on a
 // 2-core machine, docs/gpu.md). Mode `none` pads nothing (a pool is never
 // larger than its largest buffer).
 //
