@@ -529,6 +529,42 @@ TEST(ResolveRequestTest, ABackwardCarriesItsTrainingStep) {
   EXPECT_EQ(WithWrapperLines(*plain, PlanContext{}).step, nullptr);
 }
 
+// The step after GradientStep's backward (`resolved`) planned with h in a
+// 22 MiB pool and its two gradients of `gradient` bytes each in pools of
+// their own, or (`shared`) in one pool of both (core/entry_state.h
+// NextStepReserved).
+StepReserved StepAfterGradientStep(const ResolvedRequest& resolved,
+                                   Bytes gradient, bool shared) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  auto span_of = [&](const std::string& name) {
+    for (size_t g = 0; g < resolved.problem.buffers.size(); ++g) {
+      if (resolved.problem.buffers[g].names[0] == name) {
+        return resolved.timeline.spans[g];
+      }
+    }
+    ADD_FAILURE() << name;
+    return GraphTimeline::Span{};
+  };
+  const GraphTimeline::Span h = span_of("h");
+  const GraphTimeline::Span g1 = span_of("g1");
+  const GraphTimeline::Span g2 = span_of("g2");
+  DeviceMemory memory = resolved.timeline.unplanned[0];
+  std::vector<int32_t> kept;
+  memory.blocks.push_back(MemoryBlock{h.begin, h.end, 22 * kMiB});
+  auto add_kept = [&](int64_t begin, Bytes size) {
+    kept.push_back(static_cast<int32_t>(memory.blocks.size()));
+    memory.blocks.push_back(MemoryBlock{begin, kNeverFreed, size});
+  };
+  if (shared) {
+    add_kept(std::min(g1.begin, g2.begin), 2 * gradient);
+  } else {
+    add_kept(g1.begin, gradient);
+    add_kept(g2.begin, gradient);
+  }
+  return NextStepReserved(*resolved.step, resolved.problem, &resolved.program,
+                          &resolved.lines, memory, kept);
+}
+
 // The step's start (the previous step's gradient segments, then the
 // forward, the backward's entry) by hand, as the CUDA caching allocator
 // serves it (segments of requests of 10 MiB and more: their rounded size):
@@ -551,41 +587,12 @@ TEST(TrainingStepTest, TheGradientsPoolsDecideTheNextForwardsSegments) {
   ASSERT_NE(resolved->step, nullptr);
   ASSERT_EQ(resolved->timeline.unplanned.size(), 1u);
   ASSERT_EQ(resolved->timeline.baseline.size(), 1u);
-  auto span_of = [&](const std::string& name) {
-    for (size_t g = 0; g < resolved->problem.buffers.size(); ++g) {
-      if (resolved->problem.buffers[g].names[0] == name) {
-        return resolved->timeline.spans[g];
-      }
-    }
-    ADD_FAILURE() << name;
-    return GraphTimeline::Span{};
-  };
-  const GraphTimeline::Span h = span_of("h");
-  const GraphTimeline::Span g1 = span_of("g1");
-  const GraphTimeline::Span g2 = span_of("g2");
-  auto step_of = [&](bool shared) {
-    DeviceMemory memory = resolved->timeline.unplanned[0];
-    std::vector<int32_t> kept;
-    memory.blocks.push_back(MemoryBlock{h.begin, h.end, 22 * kMiB});
-    auto add_kept = [&](int64_t begin, Bytes size) {
-      kept.push_back(static_cast<int32_t>(memory.blocks.size()));
-      memory.blocks.push_back(MemoryBlock{begin, kNeverFreed, size});
-    };
-    if (shared) {
-      add_kept(std::min(g1.begin, g2.begin), 24 * kMiB);
-    } else {
-      add_kept(g1.begin, 12 * kMiB);
-      add_kept(g2.begin, 12 * kMiB);
-    }
-    return NextStepReserved(*resolved->step, resolved->problem,
-                            &resolved->program, &resolved->lines, memory, kept);
-  };
-  const StepReserved apart = step_of(false);
+  const StepReserved apart = StepAfterGradientStep(*resolved, 12 * kMiB, false);
   EXPECT_EQ(apart.start, 24 * kMiB);
   EXPECT_EQ(apart.forward, 22 * kMiB);
   EXPECT_EQ(apart.backward, 0);
   EXPECT_EQ(apart.total(), 46 * kMiB);
-  const StepReserved shared = step_of(true);
+  const StepReserved shared = StepAfterGradientStep(*resolved, 12 * kMiB, true);
   EXPECT_EQ(shared.start, 24 * kMiB);
   EXPECT_EQ(shared.forward, 0);
   EXPECT_EQ(shared.backward, 24 * kMiB);
@@ -615,35 +622,11 @@ TEST(TrainingStepTest, TheStepCountsTheSegmentsCachedAtItsStart) {
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   ASSERT_NE(resolved->step, nullptr);
   ASSERT_EQ(resolved->timeline.unplanned.size(), 1u);
-  GraphTimeline::Span h, g1, g2;
-  for (size_t g = 0; g < resolved->problem.buffers.size(); ++g) {
-    const std::string& name = resolved->problem.buffers[g].names[0];
-    if (name == "h") h = resolved->timeline.spans[g];
-    if (name == "g1") g1 = resolved->timeline.spans[g];
-    if (name == "g2") g2 = resolved->timeline.spans[g];
-  }
-  auto step_of = [&](bool shared) {
-    DeviceMemory memory = resolved->timeline.unplanned[0];
-    std::vector<int32_t> kept;
-    memory.blocks.push_back(MemoryBlock{h.begin, h.end, 22 * kMiB});
-    auto add_kept = [&](int64_t begin, Bytes size) {
-      kept.push_back(static_cast<int32_t>(memory.blocks.size()));
-      memory.blocks.push_back(MemoryBlock{begin, kNeverFreed, size});
-    };
-    if (shared) {
-      add_kept(std::min(g1.begin, g2.begin), 22 * kMiB);
-    } else {
-      add_kept(g1.begin, 11 * kMiB);
-      add_kept(g2.begin, 11 * kMiB);
-    }
-    return NextStepReserved(*resolved->step, resolved->problem,
-                            &resolved->program, &resolved->lines, memory, kept);
-  };
-  const StepReserved apart = step_of(false);
+  const StepReserved apart = StepAfterGradientStep(*resolved, 11 * kMiB, false);
   EXPECT_EQ(apart.start, 24 * kMiB);
   EXPECT_EQ(apart.forward, 22 * kMiB);
   EXPECT_EQ(apart.backward, 0);
-  const StepReserved shared = step_of(true);
+  const StepReserved shared = StepAfterGradientStep(*resolved, 11 * kMiB, true);
   EXPECT_EQ(shared.start, 22 * kMiB);
   EXPECT_EQ(shared.forward, 0);
   EXPECT_EQ(shared.backward, 22 * kMiB);
