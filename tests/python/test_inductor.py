@@ -1247,6 +1247,83 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual([(a.pool, a.offset) for a in again.assignments],
                          [(a.pool, a.offset) for a in response.assignments])
 
+    def test_a_shadow_predicts_the_graph_and_changes_nothing(self):
+        # install(shadow=True): the request install() sends, the service's
+        # predictions recorded, and Inductor's lines, groups and planner
+        # left as they were (no pool built, Inductor's own plan not run, a
+        # ReuseLine's delete_old put back after convert_to_pool_lines).
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+        reuse = lines[4]
+        reuse.delete_old = True
+
+        class Planner(mp.MemoryPlanner):
+            passes = []
+
+            def drop_removed_buffers(self, copy):
+                self.passes.append("drop")
+                copy[2] = NullLine()
+
+            def convert_to_pool_lines(self, copy):
+                self.passes.append("convert")
+                reuse.delete_old = False  # as Inductor's pass does
+
+            def compute_live_ranges(self, copy):
+                self.passes.append("live ranges")
+
+        hook._install_on(mp, self.client, "auto", None, "events", shadow=True)
+        before = [*lines]
+        planner = Planner()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            hook.shadow_plan(hook._state, lines, lambda: planner)
+        self.assertEqual(lines, before)
+        self.assertTrue(reuse.delete_old)
+        self.assertEqual(Planner.passes, ["drop", "convert", "live ranges"])
+        self.assertEqual(mp.MemoryPlanner.own_plans, 0)
+        self.assertEqual(planner.pools.device_to_pools, {})
+        self.assertTrue(all(g.allocation.pool is None for g in groups))
+        stats = hook.stats()
+        self.assertEqual((stats["service_plans"], stats["fallbacks"]), (1, 0))
+        record = stats["graphs"][0]
+        self.assertTrue(record["shadow"])
+        self.assertEqual(record["input"], "events")
+        # The events of the lines as they were (buf9 removed, not dropped).
+        self.assertEqual(len(record["request"].events), len(lines))
+        expected = self.client.plan(record["request"])
+        self.assertEqual(record["baseline_peak_bytes"],
+                         expected.stats.baseline_peak_bytes)
+        self.assertEqual(record["predicted_peak_bytes"],
+                         expected.stats.predicted_peak_bytes)
+        self.assertGreater(record["baseline_peak_bytes"], 0)
+        # The class's own methods stay Inductor's.
+        self.assertIs(mp.MemoryPlanner.plan, hook._state.original_plan)
+
+    def test_a_shadow_that_cannot_plan_records_inductor_and_goes_on(self):
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+
+        class Planner(mp.MemoryPlanner):
+            def drop_removed_buffers(self, copy):
+                pass
+
+            def convert_to_pool_lines(self, copy):
+                pass
+
+            def compute_live_ranges(self, copy):
+                pass
+
+        closed = MemplanClient(closed_target(), timeout=0.5)
+        self.addCleanup(closed.close)
+        hook._install_on(mp, closed, "auto", None, "events", shadow=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # logged, not a warning
+            hook.shadow_plan(hook._state, lines, Planner)
+        stats = hook.stats()
+        self.assertEqual((stats["service_plans"], stats["fallbacks"]), (0, 1))
+        self.assertTrue(stats["graphs"][0]["shadow"])
+        self.assertIn("reason", stats["graphs"][0])
+
     def test_the_allocators_cached_blocks_go_with_the_graph(self):
         # A cached small-pool segment's 2 MiB on the graph's device hold
         # every allocation of the example graph (each under 1 MiB):

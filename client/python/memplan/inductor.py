@@ -362,18 +362,20 @@ def _is_training_forward(graph):
                                                      True)
 
 
-def _note_forward_pools(graph, groups, placement, request, response):
+def _note_forward_pools(graph, groups, placement, request, response,
+                        applied=True):
     """A training forward planned by the service: notes which pool each of
-    its outputs came from (saved_output_pools) and, where it sent events,
-    its request, the plan (`response`) and the buffer each output is
-    (ForwardOutputs), for its backward."""
+    its outputs came from (saved_output_pools; none where the plan was not
+    `applied`, shadow_plan's: each output is a storage of its own) and,
+    where it sent events, its request, the plan (`response`) and the buffer
+    each output is (ForwardOutputs), for its backward."""
     if not _is_training_forward(graph):
         return
     try:
         output_args, output_buffers = _forward_output_buffers(graph)
         pool_of, pool_bytes = saved_output_pools(
             output_args, output_buffers, [group.names for group in groups],
-            placement.offsets, placement.pools)
+            placement.offsets, placement.pools) if applied else ({}, {})
     except Exception as error:  # never a reason to fail the plan
         log.warning("memplan: cannot read the forward's outputs: %s", error)
         return
@@ -778,7 +780,7 @@ class PoolRoot:
 class _Installed:
     def __init__(self, mp, client, owns_client, strategy, pool_mode, send,
                  training, entry_cache, alignment=0, probe_workspaces=False,
-                 pool_gradients=False):
+                 pool_gradients=False, shadow=False):
         self.mp = mp
         self.client = client
         self.owns_client = owns_client  # closed by uninstall()
@@ -791,6 +793,9 @@ class _Installed:
         self.probe_workspaces = probe_workspaces
         # PlanOptions.outputs_released_together for backward graphs.
         self.pool_gradients = pool_gradients
+        # install(shadow=True): every graph's request sent and its answer
+        # recorded, no graph's code changed (_install_shadow).
+        self.shadow = shadow
         planner = mp.MemoryPlanner
         self.original_plan = planner.plan
         self.original_allocate_groups = planner.allocate_groups
@@ -1095,17 +1100,79 @@ def _install_training(state):
 
     def run_wrapper_ir_passes(self, is_inference):
         if (not is_inference and config.memory_planning
-                and not any(isinstance(line, (W.EnterSubgraphLine,
-                                              W.ExitSubgraphLine))
-                            or (isinstance(line, W.AllocateLine)
-                                and getattr(line, "comm_buffer", False))
-                            for line in self.lines)):
+                and not _has_unplannable_lines(self.lines, W)):
             self.memory_plan()
             return
         original(self, is_inference)
 
     _patch(state, W.PythonWrapperCodegen, "run_wrapper_ir_passes",
            run_wrapper_ir_passes)
+
+
+# --- Shadow: every graph predicted, none planned ------------------------------
+
+def _has_unplannable_lines(lines, W):
+    """Lines the memory planner does not handle (subgraphs, communication
+    buffers): such a graph keeps Inductor's reuse pass."""
+    return any(isinstance(line, (W.EnterSubgraphLine, W.ExitSubgraphLine))
+               or (isinstance(line, W.AllocateLine)
+                   and getattr(line, "comm_buffer", False))
+               for line in lines)
+
+
+def _install_shadow(state):
+    """install(shadow=True): torch 2.11's PythonWrapperCodegen.
+    run_wrapper_ir_passes first sends the graph's request (shadow_plan, on
+    a copy of its lines), then runs as it would without the hook."""
+    from torch._inductor.codegen import wrapper as W
+    original = W.PythonWrapperCodegen.run_wrapper_ir_passes
+
+    def run_wrapper_ir_passes(self, is_inference):
+        if not _has_unplannable_lines(self.lines, W):
+            shadow_plan(state, self.lines,
+                        lambda: state.mp.MemoryPlanner(self))
+        original(self, is_inference)
+
+    _patch(state, W.PythonWrapperCodegen, "run_wrapper_ir_passes",
+           run_wrapper_ir_passes)
+
+
+def shadow_plan(state, lines, make_planner):
+    """Sends the request install() would send for the graph of the wrapper
+    `lines` (before any memory pass: AllocateLine, FreeIfNotReusedLine,
+    ReuseLine, ...) and records the service's answer (stats(), "shadow":
+    True), changing nothing Inductor then plans or writes: the planner
+    (make_planner(): a fresh MemoryPlanner of the wrapper) forms its buffer
+    groups and live ranges on a copy of the list, the one attribute that
+    pass sets on the shared line objects (ReuseLine.delete_old) is put
+    back, and no pool is built. Any failure is logged and recorded as a
+    graph Inductor planned (source "inductor")."""
+    mp = state.mp
+    original = [*lines]
+    reuse = [(line, line.delete_old) for line in original
+             if hasattr(line, "delete_old")]
+    planner = make_planner()
+    try:
+        copy = [*original]
+        planner.drop_removed_buffers(copy)
+        planner.convert_to_pool_lines(copy)
+        planner.compute_live_ranges(copy)
+        planner._memplan_lines = original
+        if not planner.buffer_groups:
+            return
+        record = _allocate_from_service(state, planner, apply=False)
+        record["shadow"] = True
+        _record(record)
+    except Exception as error:  # a prediction, never a reason to fail
+        reason = f"{type(error).__name__}: {error}"
+        log.warning("memplan: shadow: %s", reason)
+        _record({"source": "inductor", "reason": reason, "shadow": True,
+                 "phase": _graph_phase(mp),
+                 "graph_id": getattr(mp.V.graph, "graph_id", None),
+                 "buffer_groups": len(planner.buffer_groups or [])})
+    finally:
+        for line, delete_old in reuse:
+            line.delete_old = delete_old
 
 
 # --- Compiled-graph caches -------------------------------------------------
@@ -1125,7 +1192,7 @@ def _install_cache_key(state):
     settings = f"memplan:{state.strategy}:{state.pool_mode}:{state.send}:" \
                f"{state.training}:{state.entry_cache}:{state.alignment}:" \
                f"{state.probe_workspaces}:{state.pool_gradients}:" \
-               f"{_CODEGEN_VERSION}"
+               f"{state.shadow}:{_CODEGEN_VERSION}"
 
     class MemplanCacheKey(CustomGraphPass):
         def __call__(self, graph):
@@ -1154,7 +1221,7 @@ _CODEGEN_VERSION = 10
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
             client=None, training=False, entry_cache=True, alignment=0,
-            probe_workspaces=True, pool_gradients=True):
+            probe_workspaces=True, pool_gradients=True, shadow=False):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -1207,6 +1274,19 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       gradients are released, so turn it off where gradients are released
       one by one (a gradient hook that drops some, or a .grad whose layout
       differs from its parameter's, which autograd copies).
+    shadow: plan nothing, predict everything: every graph (inference and
+      training, whether or not torch._inductor.config.memory_planning is
+      on) is sent to the service as it would be with these settings, and
+      the answer recorded in stats() (with "shadow": True: its
+      predicted_peak_bytes, and its baseline_peak_bytes, the peak the graph
+      Inductor then compiles reaches as default torch.compile runs it), but
+      Inductor plans the graph's memory itself (its reuse pass, or its own
+      pools where memory planning is on) and its code is what it would be
+      without the hook (_install_shadow). For what memplan would save
+      before turning it on, and for comparing the service's baseline with
+      default torch.compile's measured peak on the very graph it runs
+      (tests/gpu/suite.py's default configuration). The settings above
+      shape the requests; training is implied.
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
@@ -1231,7 +1311,12 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
                                backoff=backoff)
     state = _install_on(mp, client, strategy, pool_mode, send, owns_client,
                         training, bool(entry_cache), alignment,
-                        bool(probe_workspaces), bool(pool_gradients))
+                        bool(probe_workspaces), bool(pool_gradients),
+                        bool(shadow))
+    if shadow:
+        _install_shadow(state)
+        _install_cache_key(state)  # a cached graph would go unseen
+        return
     _install_codegen(state)
     if training:
         _install_training(state)
@@ -1240,15 +1325,19 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
 
 def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
                 training=False, entry_cache=True, alignment=0,
-                probe_workspaces=False, pool_gradients=True):
+                probe_workspaces=False, pool_gradients=True, shadow=False):
     """install() on the memory_planning module `mp` (tests hand in a fake):
-    the planner's plan and allocate_groups; returns the state."""
+    the planner's plan and allocate_groups (with shadow, neither: see
+    shadow_plan); returns the state."""
     global _state
     if _state is not None:
         uninstall()
     state = _Installed(mp, client, owns_client, strategy, pool_mode, send,
-                       training, entry_cache, alignment, probe_workspaces,
-                       pool_gradients)
+                       training or shadow, entry_cache, alignment,
+                       probe_workspaces, pool_gradients, shadow)
+    if shadow:
+        _state = state
+        return state
 
     def plan(planner, lines):
         planner._memplan_lines = [*lines]
@@ -1316,7 +1405,8 @@ def stats():
        "usage_agrees" (events: Inductor's pool create/free lines are
        at the service's events), "request", "buffers_request" (the same
        graph as buffers, from Inductor's groups) and "response"; for a
-       fallback "reason"}."""
+       fallback "reason"; with install(shadow=True), "shadow": True (the
+       service's plan recorded, not applied)}."""
     with _records_lock:
         graphs = [dict(record) for record in _records]
     return {
@@ -1383,7 +1473,11 @@ def _pool_summary(planner):
     return {"pools": pools, "total_pool_bytes": sum(p[2] for p in pools)}
 
 
-def _allocate_from_service(state, planner):
+def _allocate_from_service(state, planner, apply=True):
+    """The service's plan of the planner's groups, built into its pools
+    (apply=False: only checked against the groups, for shadow_plan);
+    returns the graph's stats() record. Raises on any answer the hook
+    cannot use."""
     mp = state.mp
     groups = planner.buffer_groups
     for group in groups:
@@ -1418,9 +1512,11 @@ def _allocate_from_service(state, planner):
         response, [group.names for group in groups],
         [str(allocation.device) for allocation in allocations],
         allocate_lines if request is not buffers_request else None)
-    sizes, offsets = _expressions(placement, allocations)
-    _build_pools(state, planner, placement, allocations, sizes, offsets)
-    _note_forward_pools(mp.V.graph, groups, placement, request, response)
+    if apply:
+        sizes, offsets = _expressions(placement, allocations)
+        _build_pools(state, planner, placement, allocations, sizes, offsets)
+    _note_forward_pools(mp.V.graph, groups, placement, request, response,
+                        applied=apply)
     return {
         "source": "service",
         "input": "buffers" if request is buffers_request else "events",
