@@ -188,6 +188,13 @@ def parse_args():
                         "every allocation, free and cudaMalloc during the "
                         "graph (the allocator's memory history; GraphCalls; "
                         "diagnosis)")
+    parser.add_argument("--default-shadow",
+                        action=argparse.BooleanOptionalAction, default=True,
+                        help="memory runs: default torch.compile with the "
+                        "hook in shadow (install(shadow=True): every "
+                        "graph's request sent, none planned), so that the "
+                        "service's baseline_peak_bytes is that of the very "
+                        "graph default compiled (on by default)")
     parser.add_argument("--worker", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
@@ -285,6 +292,8 @@ def run_driver(args):
             command.append("--trace-lines")
         if args.entry_snapshots:
             command.append("--entry-snapshots")
+        if not args.default_shadow:
+            command.append("--no-default-shadow")
         begin = time.time()
         with open(os.path.join(workers_dir, name + ".log"), "w") as log:
             process = subprocess.Popen(command, env=env, stdout=log,
@@ -502,7 +511,17 @@ def per_graph_peaks(record, configs, workers):
                 g.setdefault("line_trace", {})[config] = {
                     key: traces[k][key] for key in
                     ("peak", "peak_statement", "peak_inside_statement")}
-        request_json = None
+        # Default's own answer (--default-shadow): the service's baseline
+        # of the very graph default compiled, which can differ from a
+        # memplan process's (swin_t's backward compiles differently from
+        # run to run).
+        shadow = hook_graph_of(workers.get("default", {}), k)
+        if shadow is not None:
+            g["baseline"] = shadow["baseline_peak_bytes"]
+            g["baseline_reserved"] = shadow.get("baseline_reserved_bytes")
+            g["baseline_calls"] = shadow.get("baseline_allocations")
+            g["default_shadow_predicted"] = shadow["predicted_peak_bytes"]
+        request_json = memplan_of_request = None
         cached_blocks = {}  # config -> the cached blocks its request sent
         requests = {}  # config -> its request, where not request_json
         for config in memplan:
@@ -511,17 +530,11 @@ def per_graph_peaks(record, configs, workers):
                 continue
             call = calls[k]
             g["phase"] = call["phase"]
-            graphs = workers[config].get("hook_graphs", [])
-            match = [h for h in graphs if h.get("graph_id") is not None
-                     and h.get("graph_id") == call["graph_id"]
-                     and h.get("phase") == call["phase"]]
-            if not match and k < len(graphs):  # compile order = call order
-                match = [graphs[k]]
+            h = hook_graph_of(workers[config], k)
             entry = {"measured": call["peak"],
                      "measured_reserved": call.get("reserved"),
                      "calls": call.get("calls")}
-            if match and match[-1]["source"] == "service":
-                h = match[-1]
+            if h is not None:
                 entry.update(predicted=h["predicted_peak_bytes"],
                              baseline=h["baseline_peak_bytes"],
                              predicted_reserved=h.get(
@@ -543,6 +556,7 @@ def per_graph_peaks(record, configs, workers):
                 g.setdefault("baseline_calls", h.get("baseline_allocations"))
                 if request_json is None:
                     request_json = h["request"]
+                    memplan_of_request = config[len("memplan_"):]
                 if h.get("request") is not None:
                     cached_blocks[config[len("memplan_"):]] = \
                         h["request"].get("cached_blocks", [])
@@ -550,6 +564,16 @@ def per_graph_peaks(record, configs, workers):
                         requests[config[len("memplan_"):]] = h["request"]
             g[config] = entry
         record["graphs"].append(g)
+        # Default's request, with its cached blocks, where it is not the
+        # captured one's in every field but options.
+        default_request = None
+        if request_json is not None and shadow is not None and \
+                shadow.get("request") is not None:
+            default_request = shadow["request"]
+            if same_request(default_request, request_json) and \
+                    default_request.get("cached_blocks") == \
+                    cached_blocks.get(memplan_of_request):
+                default_request = None
         if request_json is not None:
             record["captured"].append({
                 "model": record["model"], "mode": record["mode"],
@@ -567,10 +591,31 @@ def per_graph_peaks(record, configs, workers):
                     for c in memplan if c in g},
                 "memplan_cached_blocks": cached_blocks,
                 "memplan_requests": requests,
+                "default_request": default_request,
                 "default_measured_calls": g.get("default_calls"),
                 "memplan_measured_calls": {
                     c[len("memplan_"):]: g[c].get("calls")
                     for c in memplan if c in g}})
+
+
+def hook_graph_of(worker, k):
+    """The hook's record (worker["hook_graphs"]) of the k-th graph call of
+    a worker's measured step: the one of the same graph id and phase, else
+    the k-th (compile order is call order); None where the service did
+    not answer for it."""
+    calls = worker.get("graph_calls", [])
+    graphs = worker.get("hook_graphs", [])
+    if k >= len(calls):
+        return None
+    call = calls[k]
+    match = [h for h in graphs if h.get("graph_id") is not None
+             and h.get("graph_id") == call["graph_id"]
+             and h.get("phase") == call["phase"]]
+    if not match and k < len(graphs):
+        match = [graphs[k]]
+    if not match or match[-1]["source"] != "service":
+        return None
+    return match[-1]
 
 
 def same_request(a, b):
@@ -1300,13 +1345,18 @@ def step_results(torch, out, params, training):
             if training else []}
 
 
-def apply_config(torch, hook, target, config, training):
+def apply_config(torch, hook, target, config, training, shadow=False):
     """Puts `config`'s settings in place for a compile (torch.compile
     compiles at the first call): Inductor's training-graph switch forced
     for inductor_pools in training; for memplan configurations the hook
-    installed (service `target`, every graph planned, stats reset).
+    installed (service `target`, every graph planned, stats reset); with
+    `shadow`, default's graphs sent to the service as memplan_partition_
+    grads would send them, none planned (install(shadow=True)).
     release_config undoes them."""
     force_training_pools(torch, config == "inductor_pools" and training)
+    if config == "default" and shadow:
+        hook.install(target, strategy="auto", shadow=True, timeout=60.0)
+        hook.reset_stats()
     if config.startswith("memplan_"):
         hook.install(target, strategy=CONFIGS[config][0], training=True,
                      timeout=60.0, entry_cache=config not in COLD,
@@ -1640,7 +1690,8 @@ def run_worker(args):
 
     eager = results_of(step(forward))
     try:
-        apply_config(torch, hook, args.target, config, training)
+        shadowed = config == "default" and args.default_shadow
+        apply_config(torch, hook, args.target, config, training, shadowed)
         fn = torch.compile(forward, options=options_of(config),
                            dynamic=True if dynamic else None)
         torch.cuda.synchronize()
@@ -1662,7 +1713,7 @@ def run_worker(args):
             again = results_of(step(fn))
             m["bitwise_run_to_run"] = bitwise_equal(torch, again, results)
             m["run_to_run_error"] = relative_error(torch, again, results)
-        if config.startswith("memplan_"):
+        if config.startswith("memplan_") or shadowed:
             stats = hook_stats(hook, m, worker["problems"])
             worker["hook_graphs"] = [{
                 "source": g["source"], "graph_id": g.get("graph_id"),

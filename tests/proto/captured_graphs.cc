@@ -101,6 +101,14 @@ absl::StatusOr<CapturedGraph> ParseRecord(absl::string_view line) {
       }
     }
   }
+  if (auto it = fields.find("default_request");
+      it != fields.end() && it->second.has_struct_value()) {
+    if (!StructToRequest(it->second.struct_value(),
+                         graph.default_request.emplace())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          graph.name, ": default_request is not a PlanMemoryRequest"));
+    }
+  }
   graph.default_measured = NumberField(record, "default_measured");
   graph.memplan_measured = NumberMap(record, "memplan_measured");
   graph.default_measured_calls =

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct CapturedGraph {
   // follow its forward's plan, so each pool mode sends its own): that
   // request. The others sent `request`.
   std::map<std::string, v1::PlanMemoryRequest> memplan_requests;
+  // Default torch.compile's own request (tests/gpu/suite.py
+  // --default-shadow: the hook in shadow, install(shadow=True)), with the
+  // cached blocks it sent, where it differs from `request` other than in
+  // options: its baseline_peak_bytes is that of the graph default ran.
+  std::optional<v1::PlanMemoryRequest> default_request;
 };
 
 // Returns the graphs of the gzip'd JSON lines at `path`

@@ -293,6 +293,34 @@ class CapturedRequestsTest(unittest.TestCase):
         self.assertFalse(suite.same_request({"events": [1]},
                                             {"events": [2]}))
 
+    def test_defaults_own_request_gives_its_baseline(self):
+        # --default-shadow: default's hook answered for the graph it
+        # compiled; its baseline is the graph's, and its request is
+        # captured where it differs from the memplan process's.
+        workers = {"default": self.worker(32, {"strategy": "D"}),
+                   "memplan_partition": self.worker(64, {"strategy": "A"})}
+        workers["default"]["hook_graphs"][0]["baseline_peak_bytes"] = 5
+        record = {"model": "m", "mode": "training"}
+        suite.per_graph_peaks(record, list(workers), workers)
+        [graph] = record["graphs"]
+        self.assertEqual(graph["baseline"], 5)
+        self.assertEqual(graph["memplan_partition"]["baseline"], 2)
+        [captured] = record["captured"]
+        self.assertEqual(captured["default_measured"], 132)
+        self.assertEqual(
+            captured["default_request"]["events"][0]["size_bytes"], "32")
+        # The same request (but for options): none kept.
+        workers["default"] = self.worker(64, {"strategy": "D"})
+        suite.per_graph_peaks(record, list(workers), workers)
+        self.assertIsNone(record["captured"][0]["default_request"])
+        # Its cached blocks differ: kept, with them.
+        workers["default"] = self.worker(64, {"strategy": "D"},
+                                         [{"size_bytes": "512"}])
+        suite.per_graph_peaks(record, list(workers), workers)
+        self.assertEqual(
+            record["captured"][0]["default_request"]["cached_blocks"],
+            [{"size_bytes": "512"}])
+
 
 class GradientMemoryTest(unittest.TestCase):
     def test_a_pool_of_gradients_is_one_storage_of_their_bytes(self):
