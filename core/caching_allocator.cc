@@ -44,7 +44,9 @@ int32_t CachingAllocatorModel::Adopt(Bytes size) {
 }
 
 void CachingAllocatorModel::Cache(Bytes size, bool small) {
-  Insert(NewSegment(size, small));
+  const int32_t b = NewSegment(size, small);
+  blocks_[b].pinned = true;
+  Insert(b);
 }
 
 int32_t CachingAllocatorModel::Malloc(Bytes size) {
@@ -72,6 +74,7 @@ int32_t CachingAllocatorModel::Malloc(Bytes size) {
     remainder.address = blocks_[b].address + rounded;
     remainder.size = rest;
     remainder.small = small;
+    remainder.pinned = blocks_[b].pinned;
     remainder.prev = b;
     remainder.next = blocks_[b].next;
     blocks_.push_back(remainder);
@@ -116,7 +119,7 @@ void CachingAllocatorModel::EmptyCache() {
   for (FreeSet* pool : {&small_, &large_}) {
     for (auto it = pool->begin(); it != pool->end();) {
       const int32_t b = std::get<2>(*it);
-      if (blocks_[b].prev < 0 && blocks_[b].next < 0) {
+      if (blocks_[b].prev < 0 && blocks_[b].next < 0 && !blocks_[b].pinned) {
         blocks_[b] = Block{};
         it = pool->erase(it);
       } else {
@@ -132,6 +135,23 @@ Bytes CachingAllocatorModel::CachedBytes() const {
     for (const auto& [size, address, block] : *pool) bytes += size;
   }
   return bytes;
+}
+
+std::pair<std::vector<Bytes>, std::vector<Bytes>>
+CachingAllocatorModel::FreeBlockSizes() const {
+  const auto in_address_order = [](const FreeSet& pool) {
+    std::vector<std::pair<Bytes, Bytes>> blocks;  // (address, size)
+    blocks.reserve(pool.size());
+    for (const auto& [size, address, block] : pool) {
+      blocks.emplace_back(address, size);
+    }
+    std::sort(blocks.begin(), blocks.end());
+    std::vector<Bytes> sizes;
+    sizes.reserve(blocks.size());
+    for (const auto& [address, size] : blocks) sizes.push_back(size);
+    return sizes;
+  };
+  return {in_address_order(small_), in_address_order(large_)};
 }
 
 std::vector<int32_t> CachingAllocatorModel::InUse() const {

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/graph_memory.h"
@@ -82,7 +83,9 @@ class CachingAllocatorModel {
   int32_t Adopt(Bytes size);
   // A free block of `size` (> 0, a multiple of 512) bytes cached before the
   // start, of the small pool or the large one, in a segment of its own;
-  // counted in no statistic.
+  // counted in no statistic. It stands for the free part of a segment that
+  // holds a live tensor (the input batch's), so EmptyCache never releases
+  // it.
   void Cache(Bytes size, bool small);
   // Allocates `size` (> 0) bytes as the allocator does; returns the
   // block's handle. created_segment() says whether it took a new segment.
@@ -90,7 +93,8 @@ class CachingAllocatorModel {
   // Frees the block `handle` (in use), merging it with free neighbours.
   void Free(int32_t handle);
   // Releases every cached segment that holds no block in use, as
-  // torch.cuda.empty_cache() (release_cached_blocks) does.
+  // torch.cuda.empty_cache() (release_cached_blocks) does, but the cached
+  // blocks' (Cache).
   void EmptyCache();
   // The handles of the blocks in use, in handle order.
   std::vector<int32_t> InUse() const;
@@ -107,6 +111,12 @@ class CachingAllocatorModel {
   // not in use (after EmptyCache and every block freed, the reserved bytes
   // the state holds). O(f) for f free blocks.
   Bytes CachedBytes() const;
+  // The sizes in bytes of the free blocks of the small pool (first) and of
+  // the large pool, each in address order (best fit takes the lowest
+  // address of equal sizes, so two states with the same sequences serve
+  // every request alike): after EmptyCache and every block freed, the
+  // cached segments. O(f log f).
+  std::pair<std::vector<Bytes>, std::vector<Bytes>> FreeBlockSizes() const;
   // The size in bytes of the largest free block of the large pool (0: none).
   Bytes LargestFree() const {
     return large_.empty() ? 0 : std::get<0>(*large_.rbegin());
@@ -123,6 +133,9 @@ class CachingAllocatorModel {
     int32_t next = -1;
     bool small = false;
     bool in_use = false;
+    // Of a cached block's segment (Cache): free space of a segment that
+    // holds a live tensor, which EmptyCache does not release.
+    bool pinned = false;
   };
   // Free blocks of a pool by (size, address), as the allocator's
   // BlockComparatorSize for one stream.

@@ -181,6 +181,60 @@ std::shared_ptr<const CachingAllocatorModel> NextStepStart(
   return StepStartAfter(backward, kept);
 }
 
+SteadyStep SteadyTrainingStep(
+    const Problem& forward, const Plan& forward_plan,
+    const GraphTimeline& forward_timeline,
+    const std::vector<std::string>& forward_outputs,
+    const std::vector<InputSource>& sources, const Problem& backward,
+    const WrapperProgram* program, const PoolLines* lines,
+    const std::vector<std::string>& backward_outputs) {
+  SteadyStep steady;
+  steady.forward_timeline = forward_timeline;
+  steady.entry = BackwardEntryState(
+      ForwardEndState(forward, forward_plan, forward_timeline, forward_outputs),
+      forward_outputs, sources);
+  // Per step replayed: per device of the backward's baseline, the cached
+  // segments the step leaves the next one.
+  using Segments = std::pair<std::vector<Bytes>, std::vector<Bytes>>;
+  std::vector<std::vector<Segments>> seen;
+  while (steady.steps < SteadyStep::kMaxSteps) {
+    ++steady.steps;
+    const GraphTimeline step =
+        WholeGraphTimeline(backward, program, lines, &steady.entry);
+    GraphTimeline next = forward_timeline;
+    std::vector<Segments> starts;
+    for (const DeviceMemory& memory : step.baseline) {
+      const std::shared_ptr<const CachingAllocatorModel> start =
+          NextStepStart(memory, backward_outputs);
+      starts.push_back(start->FreeBlockSizes());
+      for (std::vector<DeviceMemory>* side :
+           {&next.unplanned, &next.baseline}) {
+        for (DeviceMemory& device : *side) {
+          if (device.device != memory.device) continue;
+          device.start = start;
+          // The start holds the cached blocks already (EmptyCache keeps
+          // them): the forward's request named them once.
+          device.cached.clear();
+        }
+      }
+    }
+    // A start seen before: the steps from here repeat.
+    const auto repeated = std::find(seen.begin(), seen.end(), starts);
+    if (repeated != seen.end()) {
+      steady.converged = true;
+      steady.period = static_cast<int>(seen.end() - repeated);
+      break;
+    }
+    seen.push_back(std::move(starts));
+    steady.forward_timeline = std::move(next);
+    steady.entry = BackwardEntryState(
+        ForwardEndState(forward, forward_plan, steady.forward_timeline,
+                        forward_outputs),
+        forward_outputs, sources);
+  }
+  return steady;
+}
+
 StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
                               const WrapperProgram* program,
                               const PoolLines* lines,

@@ -24,7 +24,8 @@
 // output no backward input is sourced to: a user output, or with pool mode
 // combined the forward's one pool). The forward itself starts, in a step
 // of a training loop after torch.cuda.empty_cache(), from the segments
-// that held the previous step's gradients (NextStepStart).
+// that held the previous step's gradients (NextStepStart), in the loop's
+// steady state (SteadyTrainingStep).
 #ifndef MEMPLAN_CORE_ENTRY_STATE_H_
 #define MEMPLAN_CORE_ENTRY_STATE_H_
 
@@ -126,6 +127,46 @@ std::shared_ptr<const CachingAllocatorModel> NextStepStart(
 std::shared_ptr<const CachingAllocatorModel> StepStartAfter(
     const DeviceMemory& memory, const std::vector<int32_t>& kept);
 
+// The steady state of a training loop around a backward graph `backward`
+// (its timeline's program and lines) whose forward is `forward`, planned
+// as `forward_plan`, with `forward_timeline` (its timeline from its own
+// start: the cached blocks its request names): each step of the loop
+// starts from the segments the previous step's backward leaves
+// (NextStepStart, default torch.compile's backward: the baseline side),
+// so the step's start is a fixed point of
+//
+//   start -> forward (its plan's pools; default's storages) -> backward
+//         -> NextStepStart -> start
+//
+// replayed from the forward's own start until a start's cached segments
+// (CachingAllocatorModel::FreeBlockSizes) repeat an earlier start's, at
+// most kMaxSteps times. The forward's cached blocks (its request's) are
+// named once: a replayed start holds them already (EmptyCache keeps
+// them). On the GPU suite's 15 backward graphs one step is a fixed point
+// on 12; gpt2's reaches one after three, t5's last backward alternates
+// between two starts and llama's moves for all 8 (docs/gpu.md, "Runs T1,
+// T2, I1 and R"). O(kMaxSteps) timelines of the backward and replays of
+// the forward.
+struct SteadyStep {
+  static constexpr int kMaxSteps = 8;
+  // The forward's timeline started (DeviceMemory::start, every device of
+  // the unplanned and baseline sides) from the steady state's start, its
+  // cached blocks in that start.
+  GraphTimeline forward_timeline;
+  EntryState entry;        // the backward's entry after that forward
+  int steps = 0;           // the steps replayed (1 to kMaxSteps)
+  bool converged = false;  // whether a start repeated within kMaxSteps
+  int period = 0;  // with converged: 1 a fixed point, k a cycle of k steps
+};
+SteadyStep SteadyTrainingStep(const Problem& forward, const Plan& forward_plan,
+                              const GraphTimeline& forward_timeline,
+                              const std::vector<std::string>& forward_outputs,
+                              const std::vector<InputSource>& sources,
+                              const Problem& backward,
+                              const WrapperProgram* program,
+                              const PoolLines* lines,
+                              const std::vector<std::string>& backward_outputs);
+
 // A training step around a backward graph whose request carries its
 // forward (v1::ForwardGraph): what a planner needs to replay the step that
 // follows the backward with a candidate plan of it. A backward's pools
@@ -141,7 +182,8 @@ struct TrainingStep {
   Problem forward;    // the forward graph's problem
   Plan forward_plan;  // its plan, as the caller ran it
   // The forward's timeline started (DeviceMemory::start) from the segments
-  // default torch.compile's backward leaves: the measured step's start.
+  // default torch.compile's backward leaves in the loop's steady state
+  // (SteadyTrainingStep): the measured step's start.
   GraphTimeline forward_timeline;
   std::vector<std::string> forward_outputs;
   std::vector<InputSource> sources;

@@ -65,7 +65,14 @@ namespace memplan {
 //   14: the step's reserved bytes count the segments cached at its start
 //      (the previous step's gradients'), as torch.cuda.max_memory_reserved
 //      does, not only those the step takes after it.
-inline constexpr uint32_t kPlannerVersion = 14;
+//   15: a training backward's entry (a request with a forward) is the
+//      training loop's steady state (core/entry_state.h
+//      SteadyTrainingStep: the step replayed until the segments it leaves
+//      repeat), not the state after one replayed step; the forward's
+//      cached blocks are free parts of segments in use, which
+//      torch.cuda.empty_cache() keeps and a replayed step does not add
+//      again (they were counted twice where a gradient had landed in one).
+inline constexpr uint32_t kPlannerVersion = 15;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

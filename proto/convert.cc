@@ -607,9 +607,6 @@ absl::StatusOr<ForwardGraphState> ForwardEntryState(
   state.timeline = WholeGraphTimeline(state.problem, &program, &lines);
   state.outputs = outputs;
   state.sources = std::move(sources);
-  state.entry = BackwardEntryState(
-      ForwardEndState(state.problem, state.plan, state.timeline, outputs),
-      outputs, state.sources);
   return state;
 }
 
@@ -645,33 +642,23 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
                                            lines ? &resolved.lines : nullptr);
     return resolved;
   }
-  // The measured step's state: this step's forward and backward replayed
-  // once from an empty cache give the state the next step's forward starts
-  // from (core/entry_state.h NextStepStart); its forward replayed from
-  // there gives the backward's entry.
-  const GraphTimeline first = WholeGraphTimeline(
-      resolved.problem, &resolved.program, &resolved.lines, &forward->entry);
+  // The measured step's state: a training loop's steady state, the step
+  // replayed from the forward's own start until the segments it leaves the
+  // next step repeat (core/entry_state.h SteadyTrainingStep); the forward
+  // replayed from there gives the backward's entry.
   const std::vector<std::string> backward_outputs(
       request.output_names().begin(), request.output_names().end());
-  GraphTimeline next = forward->timeline;
-  for (const DeviceMemory& memory : first.baseline) {
-    const std::shared_ptr<const CachingAllocatorModel> start =
-        NextStepStart(memory, backward_outputs);
-    for (std::vector<DeviceMemory>* side : {&next.unplanned, &next.baseline}) {
-      for (DeviceMemory& device : *side) {
-        if (device.device == memory.device) device.start = start;
-      }
-    }
-  }
-  const EntryState entry = BackwardEntryState(
-      ForwardEndState(forward->problem, forward->plan, next, forward->outputs),
-      forward->outputs, forward->sources);
+  SteadyStep steady =
+      SteadyTrainingStep(forward->problem, forward->plan, forward->timeline,
+                         forward->outputs, forward->sources, resolved.problem,
+                         &resolved.program, &resolved.lines, backward_outputs);
+  const EntryState& entry = steady.entry;
   resolved.timeline = WholeGraphTimeline(resolved.problem, &resolved.program,
                                          &resolved.lines, &entry);
   auto step = std::make_shared<TrainingStep>();
   step->forward = std::move(forward->problem);
   step->forward_plan = std::move(forward->plan);
-  step->forward_timeline = std::move(next);
+  step->forward_timeline = std::move(steady.forward_timeline);
   step->forward_outputs = std::move(forward->outputs);
   step->sources = std::move(forward->sources);
   step->backward_outputs = backward_outputs;

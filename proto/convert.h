@@ -100,9 +100,10 @@ struct ResolvedRequest {
   std::shared_ptr<const TrainingStep> step;
 };
 
-// Returns the entry state (core/entry_state.h) of a backward request that
-// carries its forward (request.forward): the forward's request resolved,
-// its plan (forward.plan, validated against it) and the input sources.
+// Returns the forward of a backward request that carries it
+// (request.forward), for its entry state (core/entry_state.h): the
+// forward's request resolved, its timeline from its own start, its plan
+// (forward.plan, validated against it) and the input sources.
 // Returns INVALID_ARGUMENT naming the field: a forward on a request
 // without events; forward.request without events, with a forward of its
 // own, or failing RequestToProblem (`forward.request.<field>`); forward.plan
@@ -115,7 +116,6 @@ struct ForwardGraphState {
   GraphTimeline timeline;
   std::vector<std::string> outputs;
   std::vector<InputSource> sources;
-  EntryState entry;
 };
 absl::StatusOr<ForwardGraphState> ForwardEntryState(
     const v1::PlanMemoryRequest& request);
@@ -132,9 +132,10 @@ PlanContext WithWrapperLines(const ResolvedRequest& resolved,
 // options and its timeline, or the first of their INVALID_ARGUMENT errors
 // (ForwardEntryState's too). With a forward (request.forward) the
 // timeline starts from the state the forward leaves in a training step
-// whose forward began from the previous step's gradient segments
-// (core/entry_state.h: the step replayed once with default's backward,
-// NextStepStart, then the forward again, BackwardEntryState).
+// whose forward began from the previous step's gradient segments, in the
+// training loop's steady state (core/entry_state.h SteadyTrainingStep:
+// the step replayed with default's backward, NextStepStart, until its
+// start repeats, then the forward again, BackwardEntryState).
 absl::StatusOr<ResolvedRequest> ResolveRequest(
     const v1::PlanMemoryRequest& request);
 

@@ -70,6 +70,35 @@ TEST(CachingAllocatorModelTest, CachedBytesAreTheFreeBlocksOfBothPools) {
   EXPECT_EQ(model.CachedBytes(), 0);
 }
 
+TEST(CachingAllocatorModelTest, EmptyCacheKeepsTheCachedBlocks) {
+  // A cached block is the free part of a segment holding a live tensor:
+  // empty_cache() cannot release it, whether or not a block was carved
+  // from it and freed again; a segment of the graph's own is released.
+  CachingAllocatorModel model;
+  model.Cache(12 * kMiB, /*small=*/false);
+  model.Cache(kMiB, /*small=*/true);
+  model.Free(model.Malloc(11 * kMiB));  // from the cached 12 MiB, split
+  model.Free(model.Malloc(30 * kMiB));  // a segment of its own
+  EXPECT_EQ(model.FreeBlockSizes(),
+            (std::pair<std::vector<Bytes>, std::vector<Bytes>>{
+                {kMiB}, {12 * kMiB, 30 * kMiB}}));
+  model.EmptyCache();
+  EXPECT_EQ(
+      model.FreeBlockSizes(),
+      (std::pair<std::vector<Bytes>, std::vector<Bytes>>{{kMiB}, {12 * kMiB}}));
+  EXPECT_EQ(model.CachedBytes(), 13 * kMiB);
+  EXPECT_EQ(model.stats().reserved, 30 * kMiB);
+}
+
+TEST(CachingAllocatorModelTest, FreeBlocksAreListedInAddressOrder) {
+  CachingAllocatorModel model;
+  model.Cache(4 * kMiB, /*small=*/false);
+  model.Cache(2 * kMiB, /*small=*/false);
+  model.Cache(3 * kMiB, /*small=*/false);
+  EXPECT_EQ(model.FreeBlockSizes().second,
+            (std::vector<Bytes>{4 * kMiB, 2 * kMiB, 3 * kMiB}));
+}
+
 TEST(CachingAllocatorModelTest, ALargerLaterPoolCannotUseASmallerFreedOne) {
   CachingAllocatorModel model;
   model.Free(model.Malloc(50 * kMiB));

@@ -288,7 +288,7 @@ TEST_F(EndToEndTest, GraphHashIsTheSameInEveryProcessAndCached) {
   const std::string hash = RequestGraphHash(*request).value();
   // Changes only with kGraphHashFormatVersion or kPlannerVersion (or the
   // corpus file).
-  EXPECT_EQ(hash, "5d77e31c21da18fe617b243b71948cb5");
+  EXPECT_EQ(hash, "450d9af794dba8f0c2df3e3ce54dcb85");
   for (const v1::CacheStatus cache :
        {v1::CACHE_STATUS_MISS, v1::CACHE_STATUS_LOCAL}) {
     const RunResult run = Memplan({"plan", "--strategy=inductor", file});
