@@ -199,7 +199,7 @@ SteadyStep SteadyTrainingStep(
   std::vector<std::vector<Segments>> seen;
   while (steady.steps < SteadyStep::kMaxSteps) {
     ++steady.steps;
-    const GraphTimeline step =
+    GraphTimeline step =
         WholeGraphTimeline(backward, program, lines, &steady.entry);
     GraphTimeline next = forward_timeline;
     std::vector<Segments> starts;
@@ -223,6 +223,7 @@ SteadyStep SteadyTrainingStep(
     if (repeated != seen.end()) {
       steady.converged = true;
       steady.period = static_cast<int>(seen.end() - repeated);
+      steady.backward_timeline = std::move(step);
       break;
     }
     seen.push_back(std::move(starts));

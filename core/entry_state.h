@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,7 +154,10 @@ struct SteadyStep {
   // the unplanned and baseline sides) from the steady state's start, its
   // cached blocks in that start.
   GraphTimeline forward_timeline;
-  EntryState entry;        // the backward's entry after that forward
+  EntryState entry;  // the backward's entry after that forward
+  // With converged: the backward's timeline from `entry` (the last step
+  // replayed started there), so a caller need not build it again.
+  std::optional<GraphTimeline> backward_timeline;
   int steps = 0;           // the steps replayed (1 to kMaxSteps)
   bool converged = false;  // whether a start repeated within kMaxSteps
   int period = 0;  // with converged: 1 a fixed point, k a cycle of k steps

@@ -652,9 +652,11 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
       SteadyTrainingStep(forward->problem, forward->plan, forward->timeline,
                          forward->outputs, forward->sources, resolved.problem,
                          &resolved.program, &resolved.lines, backward_outputs);
-  const EntryState& entry = steady.entry;
-  resolved.timeline = WholeGraphTimeline(resolved.problem, &resolved.program,
-                                         &resolved.lines, &entry);
+  resolved.timeline =
+      steady.backward_timeline
+          ? *std::move(steady.backward_timeline)
+          : WholeGraphTimeline(resolved.problem, &resolved.program,
+                               &resolved.lines, &steady.entry);
   auto step = std::make_shared<TrainingStep>();
   step->forward = std::move(forward->problem);
   step->forward_plan = std::move(forward->plan);

@@ -1148,16 +1148,15 @@ def shadow_plan(state, lines, make_planner):
     back, and no pool is built. Any failure is logged and recorded as a
     graph Inductor planned (source "inductor")."""
     mp = state.mp
-    original = [*lines]
-    reuse = [(line, line.delete_old) for line in original
+    reuse = [(line, line.delete_old) for line in lines
              if hasattr(line, "delete_old")]
     planner = make_planner()
     try:
-        copy = [*original]
+        planner._memplan_lines = [*lines]  # the events: lines as they are
+        copy = [*lines]
         planner.drop_removed_buffers(copy)
         planner.convert_to_pool_lines(copy)
         planner.compute_live_ranges(copy)
-        planner._memplan_lines = original
         if not planner.buffer_groups:
             return
         record = _allocate_from_service(state, planner, apply=False)
