@@ -72,7 +72,11 @@ namespace memplan {
 //      cached blocks are free parts of segments in use, which
 //      torch.cuda.empty_cache() keeps and a replayed step does not add
 //      again (they were counted twice where a gradient had landed in one).
-inline constexpr uint32_t kPlannerVersion = 15;
+//   16: strategy partition gives a training backward no more pools than
+//      default torch.compile's storages for the same buffers where a
+//      candidate within the peak's slack has no more and reserves in the
+//      step no more than those storages (core/partition/partition_planner.h).
+inline constexpr uint32_t kPlannerVersion = 16;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

@@ -77,7 +77,14 @@
 // candidate may reserve at most 2 MiB more than the least (no slack of
 // the step's total, no default's step as a ceiling: the step's forward
 // and start dominate the total, and the model's step errs by up to 30 MiB
-// on the suite's models, docs/gpu.md "Runs D1 and Z3 to Z5"). The gradients'
+// on the suite's models, docs/gpu.md "Runs D1 and Z3 to Z5"). Where that
+// leaves only candidates of more pools than default's storages for the
+// same buffers (the reuse chains as pools), the plan is instead, of the
+// candidates within the peak's slack with at most that many pools and no
+// more reserved in the step than those storages, the one that reserves
+// least: pools replace allocations, and one pool per buffer a few MiB
+// under a plan of a tenth of the pools is not the better plan (docs/gpu.md
+// "Runs U1 to U4"). The gradients'
 // segments decide where the next forward's activations go, so a backward that
 // reserves least on its own may cost the step more, and gradients packed into
 // fewer segments leave the forward less to reuse but cost the step no more.
