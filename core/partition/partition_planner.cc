@@ -813,9 +813,40 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       allowed_reserved = std::max(
           allowed_reserved, ReplayCachingAllocator(*baseline).stats.reserved);
     }
+    // That can leave a training backward only plans of more pools than
+    // default torch.compile makes allocations for the same buffers (its
+    // storages: the reuse chains as pools, Shape::reuse_chains without
+    // sharing) a few MiB under plans of far fewer pools (swin_t's backward:
+    // one pool per buffer, 471 pools for default's 240, 8 MiB under 46
+    // pools in a 1.9 GB step). Pools are there to replace allocations, so
+    // there the candidates are those with at most the storages' pools that
+    // reserve in the step no more than the storages do.
+    size_t pool_limit = std::numeric_limits<size_t>::max();
     auto eligible = [&](size_t c) {
-      return near_peak(*candidates[c]) && reserved[c] <= allowed_reserved;
+      return near_peak(*candidates[c]) && reserved[c] <= allowed_reserved &&
+             candidates[c]->pools().size() <= pool_limit;
     };
+    if (by_step) {
+      size_t storages_pools = std::numeric_limits<size_t>::max();
+      Bytes storages_reserved = 0;
+      for (size_t c = 0; c < shapes.size(); ++c) {
+        if (shapes[c].reuse_chains && !shapes[c].share &&
+            near_peak(*candidates[c]) &&
+            candidates[c]->pools().size() < storages_pools) {
+          storages_pools = candidates[c]->pools().size();
+          storages_reserved = reserved[c];
+        }
+      }
+      bool few_enough = false;
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        few_enough |=
+            eligible(c) && candidates[c]->pools().size() <= storages_pools;
+      }
+      if (!few_enough) {
+        pool_limit = storages_pools;
+        allowed_reserved = storages_reserved;
+      }
+    }
     size_t fewest = std::numeric_limits<size_t>::max();
     size_t slack = 0;
     for (size_t c = 0; c < candidates.size(); ++c) {
@@ -833,43 +864,6 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
               std::make_pair(reserved[chosen],
                              candidates[chosen]->pools().size())) {
         chosen = c;
-      }
-    }
-    // A training backward's step allows only 2 MiB over the least reserved
-    // (above), which can leave only plans of more pools than default
-    // torch.compile makes allocations for the same buffers (its storages:
-    // the reuse chains as pools, Shape::reuse_chains without sharing), a
-    // few MiB under plans of far fewer pools (swin_t's backward: one pool
-    // per buffer, 471 pools for default's 240, 8 MiB under 46 pools in a
-    // 1.9 GB step). Pools are there to replace allocations, so there the
-    // plan is, of the candidates within the peak's slack that have at most
-    // default's storages' pools and reserve in the step no more than those
-    // storages do, the one that reserves least (then the fewest pools).
-    if (by_step) {
-      size_t ceiling_pools = std::numeric_limits<size_t>::max();
-      Bytes ceiling_reserved = std::numeric_limits<Bytes>::max();
-      for (size_t c = 0; c < shapes.size(); ++c) {
-        if (shapes[c].reuse_chains && !shapes[c].share &&
-            near_peak(*candidates[c])) {
-          ceiling_pools =
-              std::min(ceiling_pools, candidates[c]->pools().size());
-          ceiling_reserved = std::min(ceiling_reserved, reserved[c]);
-        }
-      }
-      if (candidates[chosen]->pools().size() > ceiling_pools) {
-        for (size_t c = 0; c < candidates.size(); ++c) {
-          if (!near_peak(*candidates[c]) ||
-              candidates[c]->pools().size() > ceiling_pools ||
-              reserved[c] > ceiling_reserved) {
-            continue;
-          }
-          if (candidates[chosen]->pools().size() > ceiling_pools ||
-              std::make_pair(reserved[c], candidates[c]->pools().size()) <
-                  std::make_pair(reserved[chosen],
-                                 candidates[chosen]->pools().size())) {
-            chosen = c;
-          }
-        }
       }
     }
     offsets = std::move(candidate_offsets[chosen]);

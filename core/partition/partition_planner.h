@@ -79,10 +79,10 @@
 // and start dominate the total, and the model's step errs by up to 30 MiB
 // on the suite's models, docs/gpu.md "Runs D1 and Z3 to Z5"). Where that
 // leaves only candidates of more pools than default's storages for the
-// same buffers (the reuse chains as pools), the plan is instead, of the
-// candidates within the peak's slack with at most that many pools and no
-// more reserved in the step than those storages, the one that reserves
-// least: pools replace allocations, and one pool per buffer a few MiB
+// same buffers (the reuse chains as pools), the eligible candidates are
+// instead those within the peak's slack with at most that many pools and
+// no more reserved in the step than those storages, chosen among as
+// above: pools replace allocations, and one pool per buffer a few MiB
 // under a plan of a tenth of the pools is not the better plan (docs/gpu.md
 // "Runs U1 to U4"). The gradients'
 // segments decide where the next forward's activations go, so a backward that
