@@ -1,6 +1,7 @@
 #include "core/graph_memory.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -165,7 +166,55 @@ std::vector<DeviceMemory> PlanMemory(const Problem& problem, const Plan& plan,
     memory[it->second].blocks.push_back(
         MemoryBlock{hulls[p].begin, hulls[p].end, plan.pools[p].size});
   }
+  for (const SegmentReservation& reservation : plan.reservations) {
+    auto it = index.find(reservation.device);
+    if (it == index.end()) continue;  // a device the graph allocates nothing on
+    std::vector<MemoryBlock>& blocks = memory[it->second].blocks;
+    blocks.push_back(ReservationBlock(blocks, reservation.size));
+  }
   return memory;
+}
+
+std::vector<MemoryBlock> LoopBlocks(const std::vector<MemoryBlock>& blocks,
+                                    int calls) {
+  if (blocks.empty() || calls <= 1) return blocks;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
+  for (const MemoryBlock& block : blocks) {
+    first = std::min(first, block.begin);
+    last = std::max(last, block.begin);
+    if (block.end != kNeverFreed) last = std::max(last, block.end);
+  }
+  // Call i's positions are [first + i * span, last + i * span]; its held
+  // blocks end at the next call's last position plus one.
+  const int64_t span = last - first + 2;
+  std::vector<MemoryBlock> loop;
+  loop.reserve(blocks.size() * static_cast<size_t>(calls));
+  for (int i = 0; i < calls; ++i) {
+    const int64_t shift = i * span;
+    for (MemoryBlock block : blocks) {
+      const bool held = block.end == kNeverFreed && !block.freed_input;
+      block.begin += shift;
+      if (block.end != kNeverFreed) {
+        block.end += shift;
+      } else if (held && i + 1 < calls) {
+        block.end = last + shift + span + 1;
+      }
+      loop.push_back(block);
+    }
+  }
+  return loop;
+}
+
+MemoryBlock ReservationBlock(const std::vector<MemoryBlock>& blocks,
+                             Bytes size) {
+  int64_t first = 0;
+  if (!blocks.empty()) {
+    first = std::numeric_limits<int64_t>::max();
+    for (const MemoryBlock& block : blocks)
+      first = std::min(first, block.begin);
+  }
+  return MemoryBlock{first - 1, first, size};
 }
 
 std::vector<DevicePeaks> WholeGraphPeaks(const Problem& problem,

@@ -238,10 +238,28 @@ void AddCachedBlocks(const Problem& problem, GraphTimeline& timeline);
 // baseline each buffer alone (no reuse) plus the unplanned ones.
 GraphTimeline TimelineOfBuffers(const Problem& problem);
 
+// Returns the block of a segment reservation (core/types.h) of `size`
+// bytes among `blocks` (one device's): over [b - 1, b) for the least
+// begin b of the blocks (0 when there are none), so that it is allocated
+// and freed before anything else, frees and inputs included.
+MemoryBlock ReservationBlock(const std::vector<MemoryBlock>& blocks,
+                             Bytes size);
+
+// Returns the blocks of `calls` (>= 1) calls of a graph one after another,
+// as a loop `out = graph(x)` makes them: each call's `blocks` (one
+// device's) after the previous call's, positions shifted past them; a
+// block the graph holds at its return (end kNeverFreed, no freed input:
+// an output) is freed as the next call returns (the loop's assignment
+// drops the previous output), the last call's never. Freed inputs repeat
+// per call (each call's inputs, adopted before the start). O(calls * k).
+std::vector<MemoryBlock> LoopBlocks(const std::vector<MemoryBlock>& blocks,
+                                    int calls);
+
 // Returns the blocks `plan` (a plan of `problem`) allocates on each device
 // (the timeline's order): each pool over the hull of its buffers' spans
 // (from the first begin to the last end; buffers of size 0 or with an
-// empty span allocate nothing), plus the timeline's unplanned blocks.
+// empty span allocate nothing), plus the timeline's unplanned blocks,
+// plus the plan's segment reservations (ReservationBlock, last).
 // `pool_blocks` (not null): receives per pool of the plan the index of its
 // block in its device's blocks (-1: a pool that allocates nothing).
 std::vector<DeviceMemory> PlanMemory(

@@ -190,6 +190,15 @@ struct Problem {
   // the validator bounds a pool by all its outputs; other strategies and
   // modes keep one pool per output.
   bool outputs_released_together = false;
+  // The caller runs the plan's segment reservations (Plan::reservations)
+  // at the graph's entry, so strategy "partition" may name them. Off: a
+  // plan has none (a caller that does not run them would reserve other
+  // segments than the stats predict). For graphs outside a training step
+  // (inference): a training forward starts from the previous step's
+  // cached segments, which persistent tensors allocated between steps
+  // (an optimizer's state) may split, so that a reservation there could
+  // take a segment of its own every step.
+  bool reserve_segments = false;
 
   // Returns the alignment buffer `index` must have: the larger of the
   // problem's and its own, in bytes.
@@ -239,6 +248,28 @@ struct Assignment {
 // Prints "pool#index@offset".
 std::ostream& operator<<(std::ostream& os, const Assignment& assignment);
 
+// A segment reservation: `size` bytes the caller allocates and frees on
+// `device` at the graph's entry, before anything the graph allocates, so
+// that the CUDA caching allocator takes one segment of that size (or
+// finds it cached) and serves the graph's pools and extern outputs by
+// splitting it, instead of segments of their own sizes that later, larger
+// pools cannot reuse (core/caching_allocator.h). It costs no allocated
+// bytes above the graph's peak (size is at most the predicted peak) and
+// one allocation:
+//
+//   reserved ^  without: pool a's segment, then pool b's (a + b)
+//            |  with:    [ a | free ] freed, then [ b      ] (one segment)
+//            +---------------------------------------> position
+struct SegmentReservation {
+  std::string device;
+  Bytes size = 0;  // bytes, a positive multiple of 2 MiB
+
+  friend bool operator==(const SegmentReservation& a,
+                         const SegmentReservation& b) {
+    return a.device == b.device && a.size == b.size;
+  }
+};
+
 struct ReferenceDecisions;  // core/reference_decisions.h
 struct PlacementSeed;       // core/placement/placement_planners.h
 
@@ -263,6 +294,8 @@ struct Plan {
   // offset as a sympy expression, parallel to `assignments`; empty
   // otherwise.
   std::vector<std::string> symbolic_offsets;
+  // At most one per device, only where Problem::reserve_segments.
+  std::vector<SegmentReservation> reservations;
   // How the plan was found (not compared by ==): the strategy that made it,
   // e.g. "inductor" or "best_fit(size)", and whether it is proven minimal.
   std::string planner;
@@ -284,7 +317,8 @@ struct Plan {
 
   friend bool operator==(const Plan& a, const Plan& b) {
     return a.pools == b.pools && a.assignments == b.assignments &&
-           a.symbolic_offsets == b.symbolic_offsets;
+           a.symbolic_offsets == b.symbolic_offsets &&
+           a.reservations == b.reservations;
   }
 };
 

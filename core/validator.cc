@@ -344,6 +344,44 @@ absl::Status CheckCapacity(const Problem& problem, const Plan& plan) {
   return absl::OkStatus();
 }
 
+// Checks the segment reservations: only where the problem allows them, at
+// most one per device, each on a device of some buffer, of a positive
+// multiple of 2 MiB.
+absl::Status CheckReservations(const Problem& problem, const Plan& plan) {
+  constexpr Bytes kSegmentUnit = Bytes{2} << 20;
+  if (!plan.reservations.empty() && !problem.reserve_segments) {
+    return absl::InternalError(
+        "the plan has segment reservations, which the problem does not allow "
+        "(reserve_segments)");
+  }
+  for (size_t r = 0; r < plan.reservations.size(); ++r) {
+    const SegmentReservation& reservation = plan.reservations[r];
+    if (reservation.size <= 0 || reservation.size % kSegmentUnit != 0) {
+      return absl::InternalError(
+          absl::StrCat("reservations[", r, "]: size ", reservation.size,
+                       " bytes is not a positive multiple of 2 MiB"));
+    }
+    const bool used =
+        std::any_of(problem.buffers.begin(), problem.buffers.end(),
+                    [&](const Buffer& buffer) {
+                      return buffer.device == reservation.device;
+                    });
+    if (!used) {
+      return absl::InternalError(
+          absl::StrCat("reservations[", r, "]: device \"", reservation.device,
+                       "\" holds no buffer"));
+    }
+    for (size_t e = 0; e < r; ++e) {
+      if (plan.reservations[e].device == reservation.device) {
+        return absl::InternalError(
+            absl::StrCat("reservations[", e, "] and reservations[", r,
+                         "] are both on device \"", reservation.device, "\""));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidatePlan(const Problem& problem, const Plan& plan) {
@@ -352,6 +390,8 @@ absl::Status ValidatePlan(const Problem& problem, const Plan& plan) {
   status = CheckNoOverlap(problem, plan);
   if (!status.ok()) return status;
   status = CheckPoolMode(problem, plan);
+  if (!status.ok()) return status;
+  status = CheckReservations(problem, plan);
   if (!status.ok()) return status;
   return CheckCapacity(problem, plan);
 }

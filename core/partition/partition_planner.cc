@@ -19,6 +19,7 @@
 #include "core/entry_state.h"
 #include "core/graph_memory.h"
 #include "core/inductor/range_max_tree.h"
+#include "core/symbolic/symbolic_plan.h"
 
 namespace memplan {
 namespace {
@@ -42,6 +43,36 @@ constexpr Bytes kEntryCapDivisor = 4;
 // Candidates with at most 1/kPoolSlack more pools of intermediates than
 // the fewest count as few: among them the least reserved bytes win.
 constexpr size_t kPoolSlack = 8;
+// Segment reservations (Problem::reserve_segments) tried per candidate:
+// the peak rounded down to 2 MiB, less 0 to kReservationSteps - 1 times
+// 2 MiB, then 7/8, 3/4 and 1/2 of it; none below kMinReservation.
+constexpr int kReservationSteps = 4;
+constexpr Bytes kMinReservation = CachingAllocatorModel::kMinLargeAlloc;
+// Calls of a loop a reservation may not reserve more over than the plan
+// without it: a loop that holds each output until the next call returns
+// alternates between two reserved segments from the third call on
+// (swin_t's inference graph, docs/gpu.md "Segment reservations").
+constexpr int kLoopCalls = 4;
+
+// The reservation sizes tried for a candidate whose predicted peak is
+// `peak` bytes (above), largest first, each a multiple of 2 MiB.
+std::vector<Bytes> ReservationSizes(Bytes peak) {
+  constexpr Bytes kUnit = CachingAllocatorModel::kRoundLarge;
+  const Bytes top = peak / kUnit * kUnit;
+  std::vector<Bytes> sizes;
+  auto add = [&](Bytes size) {
+    size = size / kUnit * kUnit;
+    if (size >= kMinReservation &&
+        std::find(sizes.begin(), sizes.end(), size) == sizes.end()) {
+      sizes.push_back(size);
+    }
+  };
+  for (int k = 0; k < kReservationSteps; ++k) add(top - k * kUnit);
+  add(top / 8 * 7);
+  add(top / 4 * 3);
+  add(top / 2);
+  return sizes;
+}
 
 // How one device's pools are built (one candidate of the device's plan).
 struct Shape {
@@ -615,6 +646,13 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     if (added) devices.push_back(problem.buffers[i].device);
     it->second.push_back(static_cast<int32_t>(i));
   }
+  bool reserve =
+      problem.reserve_segments &&
+      problem.allocator_block == CachingAllocatorModel::kMinBlockSize &&
+      !MayHaveSymbols(problem);
+  for (const Buffer& buffer : problem.buffers) {
+    reserve &= !buffer.size_is_data_dependent;
+  }
   Plan plan;
   plan.planner = "partition";
   plan.assignments.resize(problem.buffers.size());
@@ -793,6 +831,59 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
               .total();
       replayed.push_back(Replayed{memory.blocks, kept, reserved[c]});
     }
+    // Segment reservations (Problem::reserve_segments; never for a training
+    // backward judged by its step, nor under dynamic shapes, where one size
+    // cannot stay under every shape's peak): per candidate within the peak's
+    // slack, the reservation (ReservationSizes) under which the allocator
+    // model reserves least, where that keeps the candidate's peak, saves
+    // more than the chooser's reserved slack (1/kReservedSlack, at least
+    // 2 MiB: the model's own error on reserved bytes, docs/gpu.md), and
+    // reserves no more over kLoopCalls calls in a loop (LoopBlocks: the
+    // previous call's outputs, split from the reserved segment, still held
+    // as the next call reserves) than the candidate without it, nor than
+    // default torch.compile's storages (the baseline) in that loop; the
+    // candidate is then judged by those reserved bytes.
+    std::vector<Bytes> reservation(candidates.size(), 0);
+    if (reserve && !by_step) {
+      Bytes baseline_loop = std::numeric_limits<Bytes>::max();
+      if (baseline != nullptr) {
+        baseline_loop =
+            ReplayCachingAllocator(LoopBlocks(baseline->blocks, kLoopCalls),
+                                   baseline->cached, baseline->start.get())
+                .stats.reserved;
+      }
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        if (!near_peak(*candidates[c])) continue;
+        std::vector<int32_t> kept;
+        DeviceMemory memory = candidates[c]->Memory(unplanned, {}, kept);
+        const Bytes loop_without = std::min(
+            baseline_loop,
+            ReplayCachingAllocator(LoopBlocks(memory.blocks, kLoopCalls),
+                                   memory.cached, memory.start.get())
+                .stats.reserved);
+        const Bytes without = reserved[c];
+        const Bytes saving = std::max(CachingAllocatorModel::kRoundLarge,
+                                      without / kReservedSlack);
+        for (const Bytes size : ReservationSizes(candidates[c]->peak())) {
+          if (absl::Status status = context.Check(); !status.ok()) {
+            return status;
+          }
+          memory.blocks.push_back(ReservationBlock(memory.blocks, size));
+          const CachingAllocatorStats stats =
+              ReplayCachingAllocator(memory).stats;
+          if (stats.reserved + saving < without &&
+              stats.reserved < reserved[c] &&
+              stats.peak_allocated <= candidates[c]->peak() &&
+              ReplayCachingAllocator(LoopBlocks(memory.blocks, kLoopCalls),
+                                     memory.cached, memory.start.get())
+                      .stats.reserved <= loop_without) {
+            reserved[c] = stats.reserved;
+            reservation[c] = size;
+          }
+          memory.blocks.pop_back();
+        }
+      }
+    }
     Bytes least_reserved = std::numeric_limits<Bytes>::max();
     for (size_t c = 0; c < candidates.size(); ++c) {
       if (near_peak(*candidates[c])) {
@@ -868,6 +959,10 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     }
     offsets = std::move(candidate_offsets[chosen]);
     const DevicePartition& partition = *candidates[chosen];
+    if (reservation[chosen] > 0) {
+      plan.reservations.push_back(
+          SegmentReservation{device, reservation[chosen]});
+    }
     // Pools by their first allocation (then as opened).
     const std::vector<PoolState>& pools = partition.pools();
     std::vector<size_t> order(pools.size());

@@ -319,6 +319,34 @@ TEST(ValidatePlanTest, OutputsReleasedTogetherMayShareAPool) {
   EXPECT_FALSE(ValidatePlan(problem, plan).ok());
 }
 
+// Segment reservations: only where the problem allows them, one per
+// device at most, on a device of some buffer, of whole 2 MiB units.
+TEST(ValidatePlanTest, SegmentReservations) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  Problem problem;
+  problem.buffers = {MakeBuffer("a", 100, 0, 2)};
+  Plan plan;
+  plan.pools = {{"pool0", "cuda:0", 128}};
+  plan.assignments = {{0, 0}};
+  plan.reservations = {{"cuda:0", 20 * kMiB}};
+  ExpectInternal(problem, plan,
+                 "the plan has segment reservations, which the problem does "
+                 "not allow (reserve_segments)");
+  problem.reserve_segments = true;
+  EXPECT_TRUE(ValidatePlan(problem, plan).ok());
+  plan.reservations[0].size = 20 * kMiB + 512;
+  ExpectInternal(problem, plan,
+                 "reservations[0]: size 20972032 bytes is not a positive "
+                 "multiple of 2 MiB");
+  plan.reservations[0] = {"cuda:1", 20 * kMiB};
+  ExpectInternal(problem, plan,
+                 "reservations[0]: device \"cuda:1\" holds no buffer");
+  plan.reservations = {{"cuda:0", 20 * kMiB}, {"cuda:0", 2 * kMiB}};
+  ExpectInternal(problem, plan,
+                 "reservations[0] and reservations[1] are both on device "
+                 "\"cuda:0\"");
+}
+
 // Inductor's padding: a SpatialSplit's right part starts at align(left).
 //   offset ^
 //      158 |         +-------+

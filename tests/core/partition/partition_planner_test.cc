@@ -100,6 +100,45 @@ TEST(PartitionPlannerTest, PadsAPoolSoThatALaterLargerOneReusesItsSegment) {
   EXPECT_EQ(PeaksOf(problem, none).predicted_reserved, 112 * kMiB);
 }
 
+//   a (38 MiB) [0, 10) beside e1 (extern, 8 MiB) [2, 8), then the output
+//   o (62 MiB) [11, 20) beside e2 (4 MiB): the peak is 66 MiB at 11.
+//   Padded to 62 MiB, a's pool would hold 70 beside e1, so the allocator
+//   takes a's segment (38), e1's (20: a request under 10 MiB), and o's
+//   (62): 120 MiB reserved. A reservation of 66 MiB at the entry (a block
+//   allocated and freed before anything else) leaves one segment that a
+//   and e1 split and, freed, o and e2: 66 MiB reserved at the same peak.
+//   Only where the problem allows it (Problem::reserve_segments).
+TEST(PartitionPlannerTest, ASegmentReservationServesPoolsOfGrowingSizes) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  Problem problem =
+      WholeGraph({MakeBuffer("a", 38 * kMiB, 0, 10),
+                  MakeBuffer("o", 62 * kMiB, 11, 20, /*is_output=*/true)},
+                 {{"e1", 8 * kMiB, "cuda:0", {2, 8}, false},
+                  {"e2", 4 * kMiB, "cuda:0", {11, 20}, false}});
+  problem.allocator_block = CachingAllocatorModel::kMinBlockSize;
+  const Plan without = PlanAndValidate(PartitionPlanner(), problem);
+  EXPECT_TRUE(without.reservations.empty());
+  const DevicePeaks before = PeaksOf(problem, without);
+  EXPECT_EQ(before.predicted, 66 * kMiB);
+  EXPECT_EQ(before.predicted_reserved, 120 * kMiB);
+
+  problem.reserve_segments = true;
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(plan.reservations.size(), 1u);
+  EXPECT_EQ(plan.reservations[0].device, "cuda:0");
+  EXPECT_EQ(plan.reservations[0].size, 66 * kMiB);
+  const DevicePeaks after = PeaksOf(problem, plan);
+  EXPECT_EQ(after.predicted, 66 * kMiB);
+  EXPECT_EQ(after.predicted_reserved, 66 * kMiB);
+  EXPECT_EQ(after.predicted_allocations, before.predicted_allocations + 1);
+
+  // Under dynamic shapes one size cannot stay under every shape's peak:
+  // none.
+  problem.buffers[0].size_is_data_dependent = true;
+  EXPECT_TRUE(
+      PlanAndValidate(PartitionPlanner(), problem).reservations.empty());
+}
+
 //   a (600) [0, 2), then b (400) beside e (500) [2, 4). In a's pool, b
 //   holds 600 bytes beside e: 1100 at 2, above the 900 of one pool per
 //   buffer, so two pools. With 1000 bytes of an input freed at 1, a's
