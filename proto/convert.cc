@@ -399,6 +399,7 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
                                 ? kDefaultAllocatorBlock
                                 : options.allocator_block_bytes();
   problem.outputs_released_together = options.outputs_released_together();
+  problem.reserve_segments = options.reserve_segments();
   problem.cached_blocks.reserve(request.cached_blocks_size());
   for (int i = 0; i < request.cached_blocks_size(); ++i) {
     const v1::CachedBlock& wire = request.cached_blocks(i);
@@ -703,6 +704,7 @@ v1::PlanMemoryRequest ProblemToRequest(const Problem& problem,
   options->set_alignment(problem.alignment);
   options->set_capacity_bytes(problem.capacity);
   options->set_outputs_released_together(problem.outputs_released_together);
+  options->set_reserve_segments(problem.reserve_segments);
   return request;
 }
 
@@ -763,6 +765,11 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
   }
   if (plan.decisions != nullptr) {
     AddDecisions(*plan.decisions, info.lines != nullptr, response);
+  }
+  for (const SegmentReservation& reservation : plan.reservations) {
+    v1::SegmentReservation* wire = response.add_segment_reservations();
+    wire->set_device(reservation.device);
+    wire->set_size_bytes(reservation.size);
   }
   v1::PlanStats* stats = response.mutable_stats();
   const LowerBounds bounds = ComputeLowerBounds(problem);
@@ -836,6 +843,10 @@ absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response) {
       plan.symbolic_offsets.resize(response.assignments_size());
       plan.symbolic_offsets[i] = wire.symbolic_offset();
     }
+  }
+  for (const v1::SegmentReservation& wire : response.segment_reservations()) {
+    plan.reservations.push_back(
+        SegmentReservation{wire.device(), wire.size_bytes()});
   }
   return plan;
 }

@@ -205,8 +205,8 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(const Problem& problem,
 
 // Returns the core plan in `response`: pools in order (symbolic sizes
 // too), each assignment's pool name resolved to its index (symbolic
-// offsets into plan.symbolic_offsets when any is set), planner =
-// stats.planner and
+// offsets into plan.symbolic_offsets when any is set), the segment
+// reservations in order, planner = stats.planner and
 // proven_optimal = stats.proven_optimal. Returns INVALID_ARGUMENT when a pool
 // name repeats or an assignment names no pool of the response.
 absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response);

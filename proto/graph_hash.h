@@ -17,7 +17,10 @@
 //   i64     time budget in nanoseconds (resolved: 100 ms when unset); an
 //           anytime search may find another plan with another budget
 //   i64     allocator block in bytes (resolved: 512, never 0)
-//   u8      options.outputs_released_together (0 or 1)
+//   u8      options' flags: 1 outputs_released_together, 2
+//           reserve_segments (added without a format bump: a request
+//           without it encodes as before, and no older server keyed a plan
+//           of one with it)
 //   u64     buffer count
 //   per buffer, in request order:
 //     i64     size in bytes

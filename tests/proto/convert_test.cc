@@ -813,6 +813,39 @@ TEST(PlanToResponseTest, PlannerAndProofComeFromThePlan) {
   EXPECT_TRUE(back->proven_optimal);
 }
 
+// Segment reservations go out in the response, count in its predicted
+// stats (one more allocation; a segment of their size, which the small
+// pools here, served by the allocator's small pool, never split), and
+// come back in order.
+TEST(PlanToResponseTest, SegmentReservationsComeThroughBothWays) {
+  v1::PlanMemoryRequest request = SmallRequest();
+  request.mutable_options()->set_reserve_segments(true);
+  const Problem problem = RequestToProblem(request).value();
+  EXPECT_TRUE(problem.reserve_segments);
+  EXPECT_TRUE(ProblemToRequest(problem, v1::STRATEGY_AUTO)
+                  .options()
+                  .reserve_segments());
+  Plan plan = SmallPlan();
+  const v1::PlanMemoryResponse without =
+      PlanToResponse(problem, plan, ResponseInfo()).value();
+  EXPECT_EQ(without.segment_reservations_size(), 0);
+  const std::string device = plan.pools[0].device;
+  plan.reservations = {{device, Bytes{20} << 20}};
+  const absl::StatusOr<v1::PlanMemoryResponse> response =
+      PlanToResponse(problem, plan, ResponseInfo());
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->segment_reservations_size(), 1);
+  EXPECT_EQ(response->segment_reservations(0).device(), device);
+  EXPECT_EQ(response->segment_reservations(0).size_bytes(), Bytes{20} << 20);
+  EXPECT_EQ(response->stats().predicted_allocations(),
+            without.stats().predicted_allocations() + 1);
+  EXPECT_EQ(response->stats().predicted_reserved_bytes(),
+            without.stats().predicted_reserved_bytes() + (Bytes{20} << 20));
+  const absl::StatusOr<Plan> back = ResponseToPlan(*response);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->reservations, plan.reservations);
+}
+
 // retained_bytes counts every pool that holds an output, each once.
 TEST(PlanToResponseTest, RetainedBytesArePoolsHoldingOutputs) {
   v1::PlanMemoryRequest request = SmallRequest();
