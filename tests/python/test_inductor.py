@@ -9,6 +9,7 @@ fallback), not Inductor. The test that needs torch is skipped without it;
 the real compile runs in client/python/examples/compile_with_memplan.py.
 """
 
+import inspect
 import types
 import unittest
 from unittest import mock
@@ -269,6 +270,16 @@ def fake_memory_planning(groups, removed=("buf9",), outputs=("buf1",)):
 
 
 # --- Tests ---------------------------------------------------------------
+
+def graph_of_phase(phase):
+    """example_graph()'s lines and a fake memory_planning module whose
+    graph is of `phase` ("inference", "forward" or "backward")."""
+    lines, groups = example_graph()
+    mp = fake_memory_planning(groups)
+    mp.V.graph.is_backward = phase == "backward"
+    mp.V.graph.is_inference = phase == "inference"
+    return lines, mp
+
 
 class LineKindTest(unittest.TestCase):
 
@@ -1353,10 +1364,7 @@ class ServiceTest(unittest.TestCase):
         for phase, sent in (("inference", True), ("forward", True),
                             ("backward", False)):
             with self.subTest(phase=phase):
-                lines, groups = example_graph()
-                mp = fake_memory_planning(groups)
-                mp.V.graph.is_backward = phase == "backward"
-                mp.V.graph.is_inference = phase == "inference"
+                lines, mp = graph_of_phase(phase)
                 hook._install_on(mp, self.client, "auto", None, "events",
                                  training=True)
                 with mock.patch.object(hook, "_entry_cache",
@@ -1389,10 +1397,7 @@ class ServiceTest(unittest.TestCase):
                 ("backward", False, False), ("inference", True, False),
                 ("inference", None, False)):
             with self.subTest(phase=phase, pool_gradients=pool_gradients):
-                lines, groups = example_graph()
-                mp = fake_memory_planning(groups)
-                mp.V.graph.is_backward = phase == "backward"
-                mp.V.graph.is_inference = phase == "inference"
+                lines, mp = graph_of_phase(phase)
                 options = {} if pool_gradients is None else {
                     "pool_gradients": pool_gradients}
                 hook._install_on(mp, self.client, "auto", None, "events",
@@ -1406,6 +1411,59 @@ class ServiceTest(unittest.TestCase):
                     record["request"].options.outputs_released_together,
                     together)
                 hook.uninstall()
+
+    def test_inference_graphs_ask_for_segment_reservations(self):
+        # PlanOptions.reserve_segments: an inference graph's request asks
+        # for them unless reserve_segments=False; a training graph's never
+        # (install()'s default is on).
+        self.assertIs(inspect.signature(hook.install)
+                      .parameters["reserve_segments"].default, True)
+        for phase, reserve, asked in (
+                ("inference", True, True), ("inference", False, False),
+                ("backward", True, False), ("forward", True, False)):
+            with self.subTest(phase=phase, reserve=reserve):
+                lines, mp = graph_of_phase(phase)
+                hook._install_on(mp, self.client, "auto", None, "events",
+                                 reserve_segments=reserve)
+                mp.MemoryPlanner().plan(lines)
+                record = hook.stats()["graphs"][-1]
+                self.assertEqual(record["source"], "service")
+                self.assertEqual(record["request"].options.reserve_segments,
+                                 asked)
+                hook.uninstall()
+
+    def test_the_services_segment_reservations_run_first(self):
+        # Each reservation the response names becomes a line before the
+        # graph's first: a tensor of its bytes on its device, deleted at
+        # once; the lines after it are those without the reservation.
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+        hook._install_on(mp, self.client, "auto", None, "events",
+                         reserve_segments=True)
+        plain = mp.MemoryPlanner().plan([*lines])
+        hook.uninstall()
+
+        class Reserving:
+            def __init__(self, client):
+                self.client = client
+
+            def plan(self, *args, **kwargs):
+                response = self.client.plan(*args, **kwargs)
+                response.segment_reservations.add(device="cuda:0",
+                                                  size_bytes=64 << 20)
+                return response
+
+        lines, groups = example_graph()
+        mp = fake_memory_planning(groups)
+        hook._install_on(mp, Reserving(self.client), "auto", None, "events",
+                         reserve_segments=True)
+        planned = mp.MemoryPlanner().plan(lines)
+        self.assertEqual(
+            planned[0], "memplan_segment0 = torch.empty((67108864,), "
+            "dtype=torch.uint8, device='cuda:0'); del memplan_segment0")
+        self.assertEqual(len(planned), len(plain) + 1)
+        self.assertEqual(hook.stats()["graphs"][-1]["segment_reservations"],
+                         [("cuda:0", 64 << 20)])
 
     def test_an_alignment_not_a_power_of_two_is_refused(self):
         for alignment in (3, -64, 1 << 31, 64.0):

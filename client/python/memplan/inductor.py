@@ -36,6 +36,10 @@ pools and offsets it writes are the service's:
   4. With events, it checks that Inductor's mark_first_last_usage creates and
      frees each pool at the events the service named (first_allocation_event,
      last_free_event); stats() reports the outcome.
+  5. Where the response names segment reservations (an inference graph's
+     request asks for them: PlanOptions.reserve_segments), the graph's
+     lines start with one torch.empty of each reservation's bytes, deleted
+     at once (reservation_lines).
 
 When the service cannot be reached, answers with an error, or gives an
 answer the hook cannot use (groups that differ from Inductor's; symbolic
@@ -780,7 +784,7 @@ class PoolRoot:
 class _Installed:
     def __init__(self, mp, client, owns_client, strategy, pool_mode, send,
                  training, entry_cache, alignment=0, probe_workspaces=False,
-                 pool_gradients=False, shadow=False):
+                 pool_gradients=False, shadow=False, reserve_segments=False):
         self.mp = mp
         self.client = client
         self.owns_client = owns_client  # closed by uninstall()
@@ -793,6 +797,9 @@ class _Installed:
         self.probe_workspaces = probe_workspaces
         # PlanOptions.outputs_released_together for backward graphs.
         self.pool_gradients = pool_gradients
+        # PlanOptions.reserve_segments for inference graphs, whose
+        # segment_reservations the generated code then runs at the entry.
+        self.reserve_segments = reserve_segments
         # install(shadow=True): every graph's request sent and its answer
         # recorded, no graph's code changed (_install_shadow).
         self.shadow = shadow
@@ -1191,7 +1198,7 @@ def _install_cache_key(state):
     settings = f"memplan:{state.strategy}:{state.pool_mode}:{state.send}:" \
                f"{state.training}:{state.entry_cache}:{state.alignment}:" \
                f"{state.probe_workspaces}:{state.pool_gradients}:" \
-               f"{state.shadow}:{_CODEGEN_VERSION}"
+               f"{state.shadow}:{state.reserve_segments}:{_CODEGEN_VERSION}"
 
     class MemplanCacheKey(CustomGraphPass):
         def __call__(self, graph):
@@ -1213,14 +1220,16 @@ def _install_cache_key(state):
 # backward's request carries its forward's (ForwardGraph); 8: a training
 # backward's gradients may share pools (outputs_released_together); 9:
 # extern kernels' allocations one by one (Event.call_allocations); 10: a
-# training forward's request carries the cached blocks too.
-_CODEGEN_VERSION = 10
+# training forward's request carries the cached blocks too; 11: an
+# inference graph's segment reservations (PlanOptions.reserve_segments).
+_CODEGEN_VERSION = 11
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
             client=None, training=False, entry_cache=True, alignment=0,
-            probe_workspaces=True, pool_gradients=True, shadow=False):
+            probe_workspaces=True, pool_gradients=True, shadow=False,
+            reserve_segments=True):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -1286,6 +1295,17 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       default torch.compile's measured peak on the very graph it runs
       (tests/gpu/suite.py's default configuration). The settings above
       shape the requests; training is implied.
+    reserve_segments: send each inference graph's request with
+      PlanOptions.reserve_segments, and have the graph's code run the
+      segment reservations the service names (each a torch.empty of that
+      many bytes, freed at once, as the graph starts), so that the caching
+      allocator takes one segment the graph's pools split where pools of
+      growing sizes would each take their own (docs/gpu.md, "Segment
+      reservations"). On by default: it never raises the predicted peak,
+      costs one allocation per device and call, and the service names one
+      only where its allocator model reserves less with it. Training
+      graphs never get one (a training step starts from the previous
+      step's cached segments, which an optimizer's state may split).
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
@@ -1311,7 +1331,7 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
     state = _install_on(mp, client, strategy, pool_mode, send, owns_client,
                         training, bool(entry_cache), alignment,
                         bool(probe_workspaces), bool(pool_gradients),
-                        bool(shadow))
+                        bool(shadow), bool(reserve_segments))
     if shadow:
         _install_shadow(state)
         _install_cache_key(state)  # a cached graph would go unseen
@@ -1324,7 +1344,8 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
 
 def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
                 training=False, entry_cache=True, alignment=0,
-                probe_workspaces=False, pool_gradients=True, shadow=False):
+                probe_workspaces=False, pool_gradients=True, shadow=False,
+                reserve_segments=False):
     """install() on the memory_planning module `mp` (tests hand in a fake):
     the planner's plan and allocate_groups (with shadow, neither: see
     shadow_plan); returns the state."""
@@ -1333,7 +1354,8 @@ def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
         uninstall()
     state = _Installed(mp, client, owns_client, strategy, pool_mode, send,
                        training or shadow, entry_cache, alignment,
-                       probe_workspaces, pool_gradients, shadow)
+                       probe_workspaces, pool_gradients, shadow,
+                       reserve_segments)
     if shadow:
         _state = state
         return state
@@ -1356,6 +1378,8 @@ def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
                 log.warning("memplan: Inductor creates or frees a pool at "
                             "other lines than the service's "
                             "first_allocation_event/last_free_event")
+        if record is not None:
+            planned = [*reservation_lines(record["response"]), *planned]
         return planned
 
     def allocate_groups(planner):
@@ -1488,6 +1512,8 @@ def _allocate_from_service(state, planner, apply=True):
                              alignment=state.alignment)
     if state.pool_gradients and _graph_phase(mp) == "backward":
         options.outputs_released_together = True
+    if state.reserve_segments and _graph_phase(mp) == "inference":
+        options.reserve_segments = True
     buffers_request = pb.PlanMemoryRequest(
         buffers=buffers_from_groups(groups), options=options)
 
@@ -1533,6 +1559,8 @@ def _allocate_from_service(state, planner, apply=True):
         "cached_blocks": len(request.cached_blocks),
         "cached_block_bytes": sum(b.size_bytes for b in request.cached_blocks),
         "predicted_allocations": response.stats.predicted_allocations,
+        "segment_reservations": [
+            (r.device, r.size_bytes) for r in response.segment_reservations],
         "baseline_allocations": response.stats.baseline_allocations,
         "workspace_probe": _probe_summary(memory, request),
         "phase": _graph_phase(mp),
@@ -1729,6 +1757,20 @@ def _build_pools(state, planner, placement, allocations, sizes, offsets):
         pool = mp.AllocationPool(device=device, root=root, can_expand=False)
         pools.device_to_pools.setdefault(device, []).append(pool)
         pool.finalize(name)
+
+
+def reservation_lines(response):
+    """The wrapper lines that run `response`'s segment reservations, to go
+    before the graph's first line: per reservation, a tensor of its
+    size_bytes on its device, deleted at once (the caching allocator keeps
+    its segment cached for the graph's pools to split)."""
+    lines = []
+    for i, reservation in enumerate(response.segment_reservations):
+        name = f"memplan_segment{i}"
+        lines.append(f"{name} = torch.empty(({int(reservation.size_bytes)},), "
+                     f"dtype=torch.uint8, device={reservation.device!r}); "
+                     f"del {name}")
+    return lines
 
 
 def _usage_agrees(lines, response):
