@@ -2,7 +2,8 @@
 // (partition) on the whole-graph requests the GPU suite captured.
 //
 //   memplan-whole-graph-bench [--captured FILE] [--repeats N]
-//                             [--pool_mode_none]
+//                             [--pool_mode_none] [--pool_gradients]
+//                             [--reserve_segments]
 //
 // For every graph of FILE (default: the CI test data,
 // tests/server/testdata/whole_graph/captured_h200.jsonl.gz) it plans the
@@ -34,6 +35,9 @@ ABSL_FLAG(int, repeats, 9, "plans per graph (the median is printed)");
 ABSL_FLAG(bool, pool_mode_none, false,
           "plan pool mode none (memplan_partition_none) instead of "
           "intermediates");
+ABSL_FLAG(bool, reserve_segments, false,
+          "send each inference graph with options.reserve_segments, as the "
+          "hook does since codegen version 11 (segment reservations)");
 ABSL_FLAG(bool, pool_gradients, false,
           "send each training backward graph (a request that carries its "
           "forward) with options.outputs_released_together, as the hook's "
@@ -72,6 +76,10 @@ int Run() {
     request.mutable_options()->set_pool_mode(absl::GetFlag(FLAGS_pool_mode_none)
                                                  ? v1::POOL_MODE_NONE
                                                  : v1::POOL_MODE_INTERMEDIATES);
+    if (absl::GetFlag(FLAGS_reserve_segments) &&
+        graph.name.find(".inference.") != std::string::npos) {
+      request.mutable_options()->set_reserve_segments(true);
+    }
     if (absl::GetFlag(FLAGS_pool_gradients) && request.has_forward()) {
       request.mutable_options()->set_outputs_released_together(true);
     }

@@ -38,6 +38,9 @@ configuration's graphs to another. The configurations:
                    gradients in shared pools (install(...,
                    pool_gradients=True), the hook's default: outputs
                    released together); memplan as the hook ships
+  memplan_partition_unreserved  memplan_partition without segment
+                   reservations (install(..., reserve_segments=False)):
+                   as the hook shipped before codegen version 11
 
 Workers run in waves per GPU: a wave is every configuration of
 max(1, parallel // configurations) (model, mode) pairs, started together
@@ -120,6 +123,10 @@ COLD = ("memplan_partition_cold",)
 # (install's pool_gradients=True, its default); every other memplan
 # configuration passes False.
 GRADIENTS_POOLED = ("memplan_partition_grads",)
+# Configurations whose inference graphs go without segment reservations
+# (install's reserve_segments=False); every other memplan configuration
+# has them (its default).
+UNRESERVED = ("memplan_partition_unreserved",)
 CONFIGS = {
     "default": (None, None),
     "inductor_pools": (None, "intermediates"),
@@ -131,6 +138,7 @@ CONFIGS = {
     "memplan_partition_cold": ("auto", "intermediates"),
     "memplan_partition_a512": ("auto", "intermediates"),
     "memplan_partition_grads": ("auto", "intermediates"),
+    "memplan_partition_unreserved": ("auto", "intermediates"),
 }
 # Configurations whose pool offsets are multiples of more than the
 # service's default 64 bytes (install's alignment): 512, the caching
@@ -142,6 +150,8 @@ ALIGNMENT = {"memplan_partition_a512": 512}
 EAGER_TOLERANCE = 1e-2
 # Rounds the timed steps of a configuration are split into (see run_worker).
 ROUNDS = 4
+# Steps of an inference row's loop (m["loop_peak_reserved"], run_worker).
+LOOP_STEPS = 5
 # --step-time: seconds a worker waits at its wave's barrier (every worker of
 # the wave compiled) before its timed rounds, at most.
 BARRIER_SECONDS = 300
@@ -546,6 +556,7 @@ def per_graph_peaks(record, configs, workers):
                              planner=h["planner"],
                              total_pool_bytes=h["total_pool_bytes"],
                              pools=h["pools"],
+                             reservations=h.get("reservations", 0),
                              buffer_groups=h.get("buffer_groups"),
                              workspace_probe=h.get("workspace_probe"))
                 # The first configuration's, whose request is captured (a
@@ -630,8 +641,8 @@ def same_request(a, b):
 
 def planned_calls(record, configs):
     """Per memplan configuration, the allocator calls its plans replace
-    (issue 21 counts these, not the extern kernels' own): the plans' pools,
-    one call each (planned_calls), against default torch.compile's calls
+    (issue 21 counts these, not the extern kernels' own): the plans' pools
+    and segment reservations, one call each (planned_calls), against default torch.compile's calls
     for the same buffers (planned_calls_default), summed over the step's
     graphs the service planned. Default's are measured: a graph's calls in
     default minus its calls with the plan, plus the plan's pools (the calls
@@ -647,8 +658,10 @@ def planned_calls(record, configs):
             if None in (entry.get("pools"), entry.get("calls"),
                         g.get("default_calls")):
                 continue
-            pools += entry["pools"]
-            default += g["default_calls"] - entry["calls"] + entry["pools"]
+            # A segment reservation is one more call the plan makes.
+            plan = entry["pools"] + entry.get("reservations", 0)
+            pools += plan
+            default += g["default_calls"] - entry["calls"] + plan
         if default > 0:
             m["planned_calls"] = pools
             m["planned_calls_default"] = default
@@ -1361,7 +1374,8 @@ def apply_config(torch, hook, target, config, training, shadow=False):
         hook.install(target, strategy=CONFIGS[config][0], training=True,
                      timeout=60.0, entry_cache=config not in COLD,
                      alignment=ALIGNMENT.get(config, 0),
-                     pool_gradients=config in GRADIENTS_POOLED)
+                     pool_gradients=config in GRADIENTS_POOLED,
+                     reserve_segments=config not in UNRESERVED)
         hook.reset_stats()
 
 
@@ -1728,6 +1742,7 @@ def run_worker(args):
                 "baseline_allocations": g.get("baseline_allocations"),
                 "total_pool_bytes": g.get("total_pool_bytes"),
                 "pools": len(g.get("pools") or []),
+                "reservations": len(g.get("segment_reservations") or []),
                 "buffer_groups": g.get("buffer_groups"),
                 "workspace_probe": g.get("workspace_probe"),
                 "request": json_format.MessageToDict(
@@ -1825,6 +1840,22 @@ def run_worker(args):
                 trace.update(peak=peak, peak_statement=statement,
                              peak_inside_statement=inside)
             worker["line_traces"] = traces.calls
+        # An inference loop's steady state: from empty_cache, LOOP_STEPS
+        # steps, each output kept until the next step returns (as `out =
+        # model(x)` in a loop); the reserved peak above the loop's start.
+        if not training:
+            gc.collect()
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            loop_start = torch.cuda.memory_reserved()
+            torch.cuda.reset_peak_memory_stats()
+            out = None
+            for _ in range(LOOP_STEPS):
+                out = step(fn)
+            torch.cuda.synchronize()
+            m["loop_peak_reserved"] = (torch.cuda.max_memory_reserved()
+                                       - loop_start)
+            del out
         m["error_vs_eager"] = relative_error(torch, results, eager)
         torch.save(results, args.out[:-len(".json")] + ".pt")
     except Exception as error:  # reported; the driver goes on

@@ -153,6 +153,10 @@ const std::map<std::string, Configuration>& Configurations() {
           // options.outputs_released_together.
           {"partition_grads",
            {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES, true}},
+          // install(reserve_segments=False) (the reserved capture,
+          // MEMPLAN_WHOLE_GRAPH_RESERVED).
+          {"partition_unreserved",
+           {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES}},
       };
   return *kConfigurations;
 }
@@ -660,6 +664,73 @@ TEST_F(WholeGraphGpuTest, NoBackwardPlanMakesMoreCallsThanDefault) {
         << graph->name << ": " << response.pools_size() << " pools";
   }
   std::printf("training backward graphs compared: %zu\n", backward.size());
+}
+
+// Segment reservations on the GPU (testdata/whole_graph/
+// inference_reserved_h200.jsonl.gz: run W2's inference graphs, the hook's
+// memplan_partition with install(reserve_segments=True), its default,
+// beside memplan_partition_unreserved): planned as each configuration
+// sent them, the predicted peak and reserved bytes are the GPU's (the
+// peaks within 1%, the reserved bytes exactly but where kReservedGaps
+// says), reservations are named on some graphs and only where asked, and
+// the reserved bytes never exceed the plan's without them by more than
+// the model's slack.
+TEST_F(WholeGraphGpuTest, SegmentReservationsPredictWhatTheGpuMeasured) {
+  absl::StatusOr<std::vector<CapturedGraph>> captured =
+      ReadCapturedGraphs(MEMPLAN_WHOLE_GRAPH_RESERVED);
+  ASSERT_TRUE(captured.ok()) << captured.status();
+  int graphs = 0, reserving = 0;
+  int64_t with_total = 0, without_total = 0;
+  for (const CapturedGraph& graph : *captured) {
+    if (!absl::StrContains(graph.name, ".inference.")) continue;
+    ++graphs;
+    int64_t reserved[2] = {0, 0};
+    for (const bool reserve : {true, false}) {
+      const std::string configuration =
+          reserve ? "partition" : "partition_unreserved";
+      auto own = graph.memplan_requests.find(configuration);
+      v1::PlanMemoryRequest request =
+          own != graph.memplan_requests.end() ? own->second : graph.request;
+      request.clear_cached_blocks();
+      if (auto it = graph.memplan_cached_blocks.find(configuration);
+          it != graph.memplan_cached_blocks.end()) {
+        request.mutable_cached_blocks()->Assign(it->second.begin(),
+                                                it->second.end());
+      }
+      request.mutable_options()->set_reserve_segments(reserve);
+      const v1::PlanMemoryResponse response =
+          PlanRequest(graph.name, std::move(request), configuration, "");
+      reserving += response.segment_reservations_size() > 0;
+      if (!reserve) EXPECT_EQ(response.segment_reservations_size(), 0);
+      const int64_t measured = graph.memplan_measured.at(configuration);
+      EXPECT_LE(std::abs(RelativeError(response.stats().predicted_peak_bytes(),
+                                       measured)),
+                0.01)
+          << graph.name << " " << configuration;
+      auto measured_reserved =
+          graph.memplan_measured_reserved.find(configuration);
+      ASSERT_NE(measured_reserved, graph.memplan_measured_reserved.end());
+      const bool gap =
+          std::any_of(std::begin(kReservedGaps), std::end(kReservedGaps),
+                      [&](const auto& g) { return graph.name == g.first; });
+      EXPECT_TRUE(gap || response.stats().predicted_reserved_bytes() ==
+                             measured_reserved->second)
+          << graph.name << " " << configuration << ": predicted "
+          << response.stats().predicted_reserved_bytes() << " B, measured "
+          << measured_reserved->second << " B";
+      reserved[reserve ? 0 : 1] = measured_reserved->second;
+    }
+    with_total += reserved[0];
+    without_total += reserved[1];
+    EXPECT_LE(reserved[0], reserved[1] + (int64_t{2} << 20)) << graph.name;
+  }
+  EXPECT_GT(graphs, 0);
+  EXPECT_GE(reserving, 3);
+  EXPECT_LT(with_total, without_total);
+  std::printf(
+      "inference graphs: %d, with segment reservations: %d; measured "
+      "reserved %.1f MiB with them, %.1f without\n",
+      graphs, reserving, with_total / 1048576.0, without_total / 1048576.0);
 }
 
 }  // namespace
