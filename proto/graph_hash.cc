@@ -38,16 +38,6 @@ class Encoder {
   std::string bytes_;
 };
 
-// Whether the request is dynamic: its plan depends on more than format 4
-// encodes (data-dependent sizes, symbolic sizes naming symbols).
-bool IsDynamic(const Problem& problem) {
-  if (MayHaveSymbols(problem)) return true;
-  for (const Buffer& buffer : problem.buffers) {
-    if (buffer.size_is_data_dependent) return true;
-  }
-  return false;
-}
-
 // Whether plans of `strategy` depend on names, dtypes, symbolic sizes and
 // every wrapper line (core/inductor/reuse_planner.h, core/nnc/nnc_planner.h).
 bool FollowsLabels(absl::string_view strategy) {

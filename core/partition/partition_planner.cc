@@ -646,13 +646,10 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     if (added) devices.push_back(problem.buffers[i].device);
     it->second.push_back(static_cast<int32_t>(i));
   }
-  bool reserve =
+  const bool reserve =
       problem.reserve_segments &&
       problem.allocator_block == CachingAllocatorModel::kMinBlockSize &&
-      !MayHaveSymbols(problem);
-  for (const Buffer& buffer : problem.buffers) {
-    reserve &= !buffer.size_is_data_dependent;
-  }
+      !IsDynamic(problem);
   Plan plan;
   plan.planner = "partition";
   plan.assignments.resize(problem.buffers.size());

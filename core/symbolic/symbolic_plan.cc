@@ -151,6 +151,14 @@ bool MayHaveSymbols(const Problem& problem) {
   return false;
 }
 
+bool IsDynamic(const Problem& problem) {
+  if (MayHaveSymbols(problem)) return true;
+  for (const Buffer& buffer : problem.buffers) {
+    if (buffer.size_is_data_dependent) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<SymbolicSizes> ParseSymbolicSizes(const Problem& problem) {
   SymbolicSizes symbolic;
   symbolic.sizes.reserve(problem.buffers.size());

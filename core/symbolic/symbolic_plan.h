@@ -89,6 +89,13 @@ class SymbolicSizeChecker {
 // symbolic sizes.
 bool MayHaveSymbols(const Problem& problem);
 
+// Returns whether the plan of `problem` may depend on more than its size
+// hints: some buffer's size depends on data, or its symbolic_size may name
+// a symbol (MayHaveSymbols). The graph hash's dynamic format
+// (proto/graph_hash.h) and the segment reservations (none for such a
+// problem, core/partition/partition_planner.h) follow it.
+bool IsDynamic(const Problem& problem);
+
 // The symbolic sizes of a problem's buffers, parsed.
 struct SymbolicSizes {
   ExprArena arena;
