@@ -76,7 +76,11 @@ namespace memplan {
 //      default torch.compile's storages for the same buffers where a
 //      candidate within the peak's slack has no more and reserves in the
 //      step no more than those storages (core/partition/partition_planner.h).
-inline constexpr uint32_t kPlannerVersion = 16;
+//   17: with segment reservations (PlanOptions.reserve_segments), strategy
+//      partition also tries pools capped at 1/2 to 1/16 of the largest
+//      intermediate, and takes a candidate of up to twice the fewest pools
+//      where it reserves less by more than the model's error.
+inline constexpr uint32_t kPlannerVersion = 17;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

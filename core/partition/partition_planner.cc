@@ -48,6 +48,18 @@ constexpr size_t kPoolSlack = 8;
 // 2 MiB, then 7/8, 3/4 and 1/2 of it; none below kMinReservation.
 constexpr int kReservationSteps = 4;
 constexpr Bytes kMinReservation = CachingAllocatorModel::kMinLargeAlloc;
+// With segment reservations, pools capped below the largest intermediate
+// too: at half of it and at a quarter, an eighth and a sixteenth, none
+// below 2 MiB. Pools the size of single buffers split a reserved segment
+// the way default's allocations do, where larger pools fragment it.
+constexpr int kReservedCaps = 4;
+// With segment reservations, a candidate of more pools (at most
+// kReservedPoolFactor times the fewest) wins where it reserves less
+// by more than the model's error on reserved bytes (the chooser's slack:
+// 1/kReservedSlack, at least 2 MiB): a few allocator calls for segments'
+// worth of reserved bytes (swin_t's inference graph: 15 pools and 162 MiB
+// reserved against 11 pools and 218 MiB, docs/gpu.md).
+constexpr size_t kReservedPoolFactor = 2;
 // Calls of a loop a reservation may not reserve more over than the plan
 // without it: a loop that holds each output until the next call returns
 // alternates between two reserved segments from the third call on
@@ -698,9 +710,17 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
         }
       }
       Bytes cap = AlignUp(largest, CachingAllocatorModel::kRoundLarge);
+      const Bytes largest_cap = cap;
       for (int i = 0; i < kCaps && cap < candidates[0]->largest_pool();
            ++i, cap *= 2) {
         shapes.push_back(Shape{cap, true});
+      }
+      cap = largest_cap / 2;
+      for (int i = 0; reserve && i < kReservedCaps &&
+                      cap >= CachingAllocatorModel::kRoundLarge;
+           ++i, cap /= 2) {
+        shapes.push_back(
+            Shape{AlignUp(cap, CachingAllocatorModel::kRoundLarge), true});
       }
     }
     // From an entry state (a training backward's, core/entry_state.h) the
@@ -952,6 +972,28 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
               std::make_pair(reserved[chosen],
                              candidates[chosen]->pools().size())) {
         chosen = c;
+      }
+    }
+    // With segment reservations (whose reserved bytes the model predicts
+    // as the GPU measures them, docs/gpu.md), a few more pools for fewer
+    // reserved bytes: the least reserved among the candidates of at most
+    // kReservedPoolFactor times the fewest pools, where it saves more than
+    // the model's error.
+    if (reserve && !by_step) {
+      size_t thrifty = chosen;
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        if (eligible(c) &&
+            candidates[c]->pools().size() <= kReservedPoolFactor * fewest &&
+            std::make_pair(reserved[c], candidates[c]->pools().size()) <
+                std::make_pair(reserved[thrifty],
+                               candidates[thrifty]->pools().size())) {
+          thrifty = c;
+        }
+      }
+      if (reserved[thrifty] + std::max(CachingAllocatorModel::kRoundLarge,
+                                       reserved[chosen] / kReservedSlack) <
+          reserved[chosen]) {
+        chosen = thrifty;
       }
     }
     offsets = std::move(candidate_offsets[chosen]);

@@ -94,6 +94,24 @@
 // 2-core machine, docs/gpu.md). Mode `none` pads nothing (a pool is never
 // larger than its largest buffer).
 //
+// Segment reservations (Problem::reserve_segments; not for a training
+// backward judged by its step, nor under dynamic shapes): per candidate
+// within the peak's slack, a reservation of at most the peak (rounded down
+// to 2 MiB, less 0 to 3 times 2 MiB, then 7/8, 3/4 and 1/2 of it, none
+// below 10 MiB) that the allocator model finds to lower the reserved bytes
+// by more than its error (1/32, at least 2 MiB), keeping the peak, and to
+// reserve no more over four calls in a loop (each call's outputs held until
+// the next returns) than the candidate without it nor default's storages;
+// the candidate is then judged by those bytes. In mode `intermediates` the
+// candidates then also include pools capped at 1/2, 1/4, 1/8 and 1/16 of
+// the largest intermediate (at least 2 MiB): pools the size of single
+// buffers split a reserved segment as default's allocations do. After the
+// choice above, the least reserved candidate of at most twice the fewest
+// pools replaces the chosen one where it reserves less by more than the
+// model's error (swin_t's inference graph: 15 pools and 162 MiB reserved
+// against 11 pools and 218 MiB, docs/gpu.md "Pools capped for a
+// reservation"): reserved bytes are memory, pools only allocator calls.
+//
 // Pool modes `intermediates` and `none`: each output keeps a pool of its
 // own (the caller frees outputs independently, as both modes require); a
 // buffer whose size depends on data gets a pool of its own (as the other
