@@ -667,9 +667,9 @@ TEST_F(WholeGraphGpuTest, NoBackwardPlanMakesMoreCallsThanDefault) {
 }
 
 // Segment reservations on the GPU (testdata/whole_graph/
-// inference_reserved_h200.jsonl.gz: run W3's inference graphs (planner version 17), the hook's
-// memplan_partition with install(reserve_segments=True), its default,
-// beside memplan_partition_unreserved): planned as each configuration
+// inference_reserved_h200.jsonl.gz: run W3's inference graphs (planner version
+// 17), the hook's memplan_partition with install(reserve_segments=True), its
+// default, beside memplan_partition_unreserved): planned as each configuration
 // sent them, the predicted peak and reserved bytes are the GPU's (the
 // peaks within 1%, the reserved bytes exactly but where kReservedGaps
 // says), reservations are named on some graphs and only where asked, and
