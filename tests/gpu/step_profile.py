@@ -3,7 +3,8 @@ of the GPU suite, in a process of its own, one after another, the
 generated wrapper code of every compiled graph and suite.step_profile's
 numbers over 40 steps: the median CPU time of the call beside the median
 GPU time (a launch-bound step has them close), the CUDA kernels' time and
-launches, and cProfile's Python functions of most own time. (Processes
+launches, cProfile's Python functions of most own time, and the Triton
+configuration each kernel's autotuner chose (triton_configs). (Processes
 differ in CPU speed: to compare configurations, time them in one process,
 `run_suite.sh --step-time --profile`.)
 
@@ -50,8 +51,27 @@ def worker(model_name, mode, config, target, out):
         with open(os.path.join(out, f"{name}.{k}.py"), "w") as f:
             f.write(code)
     profile = suite.step_profile(torch, step, fn, STEPS)
-    print(json.dumps({"name": name, "graphs": len(sources), **profile}),
-          flush=True)
+    print(json.dumps({"name": name, "graphs": len(sources), **profile,
+                      "triton_configs": triton_configs()}), flush=True)
+
+
+def triton_configs():
+    """kernel name -> the Triton configuration its autotuner launches and
+    how many it chose among ("XBLOCK: 1, R0_BLOCK: 256, num_warps: 2, ...
+    of 3"): the same kernel source can run a different configuration in
+    another process, as autotuning at its first call chose it there."""
+    import gc
+    chosen = {}
+    for autotuner in gc.get_objects():
+        if type(autotuner).__name__ != "CachingAutotuner":
+            continue
+        kernel = getattr(getattr(autotuner, "fn", None), "__name__", "?")
+        launchers = getattr(autotuner, "launchers", None) or []
+        configs = getattr(autotuner, "configs", None) or []
+        chosen[kernel] = ", ".join(str(launcher.config)
+                                   for launcher in launchers) + \
+            f" of {len(configs)}"
+    return chosen
 
 
 def main():
