@@ -57,9 +57,10 @@ def worker(model_name, mode, config, target, out):
 
 def triton_configs():
     """kernel name -> the Triton configuration its autotuner launches and
-    how many it chose among ("XBLOCK: 1, R0_BLOCK: 256, num_warps: 2, ...
-    of 3"): the same kernel source can run a different configuration in
-    another process, as autotuning at its first call chose it there."""
+    how many configurations it still holds ("XBLOCK: 2, R0_BLOCK: 256,
+    num_warps: 2, ... of 0": none once autotuning at the first call has
+    chosen): the same kernel source can run a different configuration in
+    another process (docs/gpu.md, run P3)."""
     import gc
     chosen = {}
     for autotuner in gc.get_objects():
