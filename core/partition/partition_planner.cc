@@ -35,6 +35,16 @@ constexpr int kMaxReplays = 32;
 constexpr int kCaps = 4;
 constexpr Bytes kPeakSlack = 256;
 constexpr Bytes kReservedSlack = 32;
+
+// The allocator model's error on `reserved` bytes (docs/gpu.md): 1/32 of
+// them, at least one large segment's rounding (2 MiB). Reserved bytes
+// closer than this are not told apart: a reservation must save more, a
+// candidate may reserve this much more than the least, and a candidate of
+// more pools must reserve less by more.
+Bytes ReservedSlack(Bytes reserved) {
+  return std::max(CachingAllocatorModel::kRoundLarge,
+                  reserved / kReservedSlack);
+}
 // Replans of a sharing candidate under a lowered target (Shape::target_cut).
 constexpr int kTightenings = 3;
 // Pool caps from an entry state: its largest free block down to this
@@ -879,8 +889,7 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
                                    memory.cached, memory.start.get())
                 .stats.reserved);
         const Bytes without = reserved[c];
-        const Bytes saving = std::max(CachingAllocatorModel::kRoundLarge,
-                                      without / kReservedSlack);
+        const Bytes saving = ReservedSlack(without);
         for (const Bytes size : ReservationSizes(candidates[c]->peak())) {
           if (absl::Status status = context.Check(); !status.ok()) {
             return status;
@@ -915,8 +924,7 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     // segment's rounding more than the least, no more.
     Bytes allowed_reserved =
         least_reserved + (by_step ? CachingAllocatorModel::kRoundLarge
-                                  : std::max(CachingAllocatorModel::kRoundLarge,
-                                             least_reserved / kReservedSlack));
+                                  : ReservedSlack(least_reserved));
     if (baseline != nullptr && !by_step) {
       allowed_reserved = std::max(
           allowed_reserved, ReplayCachingAllocator(*baseline).stats.reserved);
@@ -990,8 +998,7 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
           thrifty = c;
         }
       }
-      if (reserved[thrifty] + std::max(CachingAllocatorModel::kRoundLarge,
-                                       reserved[chosen] / kReservedSlack) <
+      if (reserved[thrifty] + ReservedSlack(reserved[chosen]) <
           reserved[chosen]) {
         chosen = thrifty;
       }

@@ -701,7 +701,9 @@ TEST_F(WholeGraphGpuTest, SegmentReservationsPredictWhatTheGpuMeasured) {
       const v1::PlanMemoryResponse response =
           PlanRequest(graph.name, std::move(request), configuration, "");
       reserving += response.segment_reservations_size() > 0;
-      if (!reserve) EXPECT_EQ(response.segment_reservations_size(), 0);
+      if (!reserve) {
+        EXPECT_EQ(response.segment_reservations_size(), 0);
+      }
       const int64_t measured = graph.memplan_measured.at(configuration);
       EXPECT_LE(std::abs(RelativeError(response.stats().predicted_peak_bytes(),
                                        measured)),
