@@ -33,7 +33,7 @@ def worker(model_name, mode, config, target, out):
     import memplan.inductor as hook
     torch._inductor.config.fx_graph_cache = False
     torch._functorch.config.enable_autograd_cache = False
-    sources, restore = suite.wrapper_sources(torch)
+    graphs, restore = suite.compiled_graphs(torch)
     model, inputs, loss_of, forward, _ = suite.build(torch, model_name, mode)
     params = [p for p in model.parameters() if p.requires_grad]
     training = mode == "training"
@@ -47,32 +47,16 @@ def worker(model_name, mode, config, target, out):
     suite.release_config(torch, hook)
     restore()
     name = f"{model_name}.{mode}.{config}"
-    for k, code in enumerate(sources.values()):
+    codes = suite.wrapper_codes(graphs)
+    for k, code in enumerate(codes):
         with open(os.path.join(out, f"{name}.{k}.py"), "w") as f:
             f.write(code)
     profile = suite.step_profile(torch, step, fn, STEPS)
-    print(json.dumps({"name": name, "graphs": len(sources), **profile,
-                      "triton_configs": triton_configs()}), flush=True)
-
-
-def triton_configs():
-    """kernel name -> the Triton configuration its autotuner launches and
-    how many configurations it still holds ("XBLOCK: 2, R0_BLOCK: 256,
-    num_warps: 2, ... of 0": none once autotuning at the first call has
-    chosen): the same kernel source can run a different configuration in
-    another process (docs/gpu.md, run P3)."""
-    import gc
-    chosen = {}
-    for autotuner in gc.get_objects():
-        if type(autotuner).__name__ != "CachingAutotuner":
-            continue
-        kernel = getattr(getattr(autotuner, "fn", None), "__name__", "?")
-        launchers = getattr(autotuner, "launchers", None) or []
-        configs = getattr(autotuner, "configs", None) or []
-        chosen[kernel] = ", ".join(str(launcher.config)
-                                   for launcher in launchers) + \
-            f" of {len(configs)}"
-    return chosen
+    # "<graph>.<kernel>" -> the Triton configuration its autotuner chose.
+    configs = {kernel: chosen for kernel, (chosen, _) in
+               suite.kernel_configs(graphs).items()}
+    print(json.dumps({"name": name, "graphs": len(codes), **profile,
+                      "triton_configs": configs}), flush=True)
 
 
 def main():

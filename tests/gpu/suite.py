@@ -430,8 +430,9 @@ def merge_step_times(model, mode, outcomes):
         record["torch"] = worker.get("torch")
         record["configs"] = worker["metrics"]
         record["problems"] += worker["problems"]
-        if "barrier_wait_seconds" in worker:
-            record["barrier_wait_seconds"] = worker["barrier_wait_seconds"]
+        for key in ("barrier_wait_seconds", "kernels_against_default"):
+            if key in worker:
+                record[key] = worker[key]
     return record
 
 
@@ -876,6 +877,7 @@ def step_time_markdown(results, configs):
         within = sum(1 for x, k in ratios[c] if within_noise(x, k))
         lines.append(f"| {c} | {mean:.3f} / {max(values):.3f}, {within} of "
                      f"{len(values)} |")
+    lines += launches_markdown(results, configs)
     lines += profile_markdown(results, configs)
     lines += ["", "Checks (one process: memplan's outputs and gradients "
               "against Inductor's own pools')", ""]
@@ -884,6 +886,42 @@ def step_time_markdown(results, configs):
         lines.append(f"- {r['model']} {r['mode']}: "
                      + ("; ".join(problems) if problems else "ok"))
     return "\n".join(lines) + "\n"
+
+
+def launches_markdown(results, configs):
+    """Per (model, mode) of a --step-time run: each slot's CPU time of the
+    call (ms, median of the timed steps: the launches; a launch-bound
+    step's time follows it) with its ratio to default's, and per
+    configuration the Triton kernels autotuned to another configuration
+    than default's kernel of the same name, of its kernels
+    (kernels_against_default; "n shared": default's own kernel objects).
+    Nothing where no row has CPU times."""
+    if not any("step_cpu_ms" in m for r in results
+               for m in r.get("configs", {}).values()):
+        return []
+    others = [c for c in configs if c != "default"]
+    lines = ["", "CPU time of the call (ms, median; ratio to default's) "
+             "and Triton kernels autotuned otherwise than default's", "",
+             "| model | mode | default | control | " + " | ".join(others)
+             + " |", "| --- | --- | --- | --- |" + " --- |" * len(others)]
+    for r in results:
+        m = r.get("configs", {})
+        base = m.get("default", {}).get("step_cpu_ms")
+        kernels = r.get("kernels_against_default", {})
+
+        def cell(slot):
+            ms = m.get(slot, {}).get("step_cpu_ms")
+            text = "-" if ms is None else f"{ms:.2f}" + (
+                f" ({ms / base:.3f})" if base else "")
+            if slot in kernels:
+                k = kernels[slot]
+                text += (f"; {len(k['other_config'])} of {k['kernels']} "
+                         f"kernels otherwise ({k['same_object']} shared)")
+            return text
+        lines.append(f"| {r['model']} | {r['mode']} | "
+                     + " | ".join(cell(s) for s in ["default", CONTROL]
+                                  + others) + " |")
+    return lines
 
 
 def profile_markdown(results, configs):
@@ -1418,15 +1456,20 @@ def backend_of(torch, config, dynamic):
     return backend
 
 
-def timed_steps(torch, step, fn, count):
-    """`count` steps of `fn`, each timed alone with CUDA events (ms)."""
+def timed_steps(torch, step, fn, count, cpu=None):
+    """`count` steps of `fn`, each timed alone with CUDA events (ms); where
+    `cpu` is a list, each call's CPU time (ms, perf_counter from the call
+    to its return: the launches) is appended to it."""
     times = []
     for _ in range(count):
         torch.cuda.synchronize()
         begin = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         begin.record()
+        started = time.perf_counter()
         step(fn)
+        if cpu is not None:
+            cpu.append((time.perf_counter() - started) * 1e3)
         end.record()
         torch.cuda.synchronize()
         times.append(begin.elapsed_time(end))
@@ -1505,25 +1548,86 @@ def python_functions(stats, steps):
         rows[:PROFILE_FUNCTIONS]}
 
 
-def wrapper_sources(torch):
-    """Records every compiled graph's wrapper code as it is first called:
-    returns (sources, restore), sources a dict id(graph) -> code in call
-    order, restore() undoing the patch of CompiledFxGraph.__call__."""
+def compiled_graphs(torch):
+    """Records every compiled graph (Inductor's CompiledFxGraph) as it is
+    first called: returns (graphs, restore), graphs a dict id(graph) ->
+    graph in call order, restore() undoing the patch of
+    CompiledFxGraph.__call__. A graph's wrapper code is its source_code
+    (wrapper_codes)."""
     from torch._inductor.output_code import CompiledFxGraph
-    sources = {}
+    graphs = {}
     original = CompiledFxGraph.__call__
 
     def call(graph, inputs):
-        code = getattr(graph, "source_code", None)
-        if code is not None:
-            sources.setdefault(id(graph), code)
+        graphs.setdefault(id(graph), graph)
         return original(graph, inputs)
 
     CompiledFxGraph.__call__ = call
 
     def restore():
         CompiledFxGraph.__call__ = original
-    return sources, restore
+    return graphs, restore
+
+
+def wrapper_codes(graphs):
+    """The wrapper code of each graph compiled_graphs recorded that has
+    one, in call order."""
+    return [code for code in (getattr(graph, "source_code", None)
+                              for graph in graphs.values())
+            if code is not None]
+
+
+def autotuned_config(autotuner):
+    """The Triton configuration a CachingAutotuner launches and how many it
+    still holds ("XBLOCK: 2, R0_BLOCK: 256, num_warps: 2, ... of 0": none
+    once autotuning at its first call has chosen): the same kernel source
+    can run another configuration in another process or another
+    configuration's graph (docs/gpu.md, run P3)."""
+    launchers = getattr(autotuner, "launchers", None) or []
+    configs = getattr(autotuner, "configs", None) or []
+    return ", ".join(str(launcher.config) for launcher in launchers) + \
+        f" of {len(configs)}"
+
+
+def kernel_configs(graphs):
+    """Per Triton kernel of the compiled graphs (compiled_graphs, in call
+    order), "<k>.<kernel name>" (k: the graph's index) -> [its
+    autotuned_config, id() of the kernel object]: two configurations'
+    graphs with the same object run one autotuned kernel. The kernels are
+    the CachingAutotuner objects of the wrapper module's globals (its
+    call's __globals__)."""
+    kernels = {}
+    for k, graph in enumerate(graphs.values()):
+        call = getattr(graph, "current_callable", None)
+        call = getattr(call, "__func__", call)
+        for name, value in (getattr(call, "__globals__", None) or {}).items():
+            if type(value).__name__ == "CachingAutotuner":
+                kernels[f"{k}.{name}"] = [autotuned_config(value), id(value)]
+    return kernels
+
+
+def kernels_against_default(configs):
+    """From a --step-time worker's metrics (configuration -> its record,
+    each with kernel_configs' "triton_configs"), per configuration other
+    than default: {"same_object": kernels that are default's own objects,
+    "other_config": names of those whose autotuned configuration differs
+    from default's kernel of the same name, "kernels": how many}."""
+    default = configs.get("default", {}).get("triton_configs")
+    if default is None:
+        return {}
+    compared = {}
+    for config, m in configs.items():
+        ours = m.get("triton_configs")
+        if config == "default" or ours is None:
+            continue
+        compared[config] = {
+            "kernels": len(ours),
+            "same_object": sum(1 for name, (_, obj) in ours.items()
+                               if name in default and default[name][1] == obj),
+            "other_config": sorted(name for name, (chosen, _) in ours.items()
+                                   if name in default
+                                   and default[name][0] != chosen)}
+    return compared
 
 
 def arrive_at_barrier(args, wait):
@@ -1575,12 +1679,11 @@ def run_step_time_worker(args):
     params = [p for p in model.parameters() if p.requires_grad]
     step = stepper(torch, model, inputs, loss_of, params, training)
     fns, results = {}, {}
-    if args.profile:
-        sources, restore = wrapper_sources(torch)
+    graphs, restore = compiled_graphs(torch)
+    graphs_of = {}
     for config in configs:
         m = worker["metrics"][config] = {}
-        if args.profile:
-            sources.clear()
+        graphs.clear()
         try:
             apply_config(torch, hook, args.target, config, training)
             fn = torch.compile(forward,
@@ -1601,8 +1704,9 @@ def run_step_time_worker(args):
             if config.startswith("memplan_"):
                 hook_stats(hook, m, worker["problems"], f"{config}: ")
             fns[config] = fn
+            graphs_of[config] = dict(graphs)
             if args.profile:
-                for k, code in enumerate(sources.values()):
+                for k, code in enumerate(wrapper_codes(graphs)):
                     with open(f"{args.out}.{config}.{k}.py", "w") as f:
                         f.write(code)
         except Exception as error:  # reported; the others go on
@@ -1621,6 +1725,7 @@ def run_step_time_worker(args):
                                                              reference)
         m["error_vs_inductor_pools"] = relative_error(torch, ours, reference)
     del results, reference
+    restore()  # no timed step pays for the recording
 
     # Every worker of the wave compiled (or gone) before any times a step.
     worker["barrier_wait_seconds"] = arrive_at_barrier(args, wait=True)
@@ -1630,6 +1735,7 @@ def run_step_time_worker(args):
         slots.append(CONTROL)
         worker["metrics"][CONTROL] = {}
     times = {slot: [] for slot in slots}
+    cpu_times = {slot: [] for slot in slots}
     torch.compiler.set_stance("fail_on_recompile")
     fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     rounds = min(ROUNDS, args.steps)
@@ -1643,7 +1749,8 @@ def run_step_time_worker(args):
                 step(fns[slot])
                 times[slot] += timed_steps(
                     torch, step, fns[slot],
-                    args.steps * (r + 1) // rounds - args.steps * r // rounds)
+                    args.steps * (r + 1) // rounds - args.steps * r // rounds,
+                    cpu_times[slot])
             except Exception as error:  # a recompile, say: reported
                 del fns[slot]
                 m = worker["metrics"][slot]
@@ -1651,7 +1758,6 @@ def run_step_time_worker(args):
                 worker["problems"].append(f"{slot}: {m['error']}")
         fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     if args.profile:
-        restore()
         fcntl.flock(gpu_lock, fcntl.LOCK_EX)
         for config in configs:
             if config in fns:
@@ -1663,6 +1769,16 @@ def run_step_time_worker(args):
         m["step_ms_each"] = [round(t, 3) for t in times[slot]]  # in order
         ordered = sorted(times[slot])
         m["step_ms"] = ordered[len(ordered) // 2]
+        if cpu_times[slot]:
+            ordered = sorted(cpu_times[slot])
+            m["step_cpu_ms"] = round(ordered[len(ordered) // 2], 3)
+    # The Triton configuration each kernel runs (autotuned by now), and
+    # whether a configuration's graphs share default's kernel objects or
+    # run another configuration of the same kernel (kernels_against_default).
+    for config, recorded in graphs_of.items():
+        worker["metrics"][config]["triton_configs"] = kernel_configs(recorded)
+    worker["kernels_against_default"] = kernels_against_default(
+        worker["metrics"])
     with open(args.out, "w") as f:
         json.dump(worker, f, indent=1)
 

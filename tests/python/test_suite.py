@@ -196,6 +196,7 @@ class MergeStepTimesTest(unittest.TestCase):
             out = os.path.join(folder, "w.json")
             worker = row("gpt2", 5.0, 5.0, 5.1, ["x: y"])
             worker["metrics"] = worker.pop("configs")
+            worker["kernels_against_default"] = {"memplan_partition": {}}
             with open(out, "w") as f:
                 json.dump(worker, f)
             record = suite.merge_step_times("gpt2", "inference",
@@ -205,6 +206,8 @@ class MergeStepTimesTest(unittest.TestCase):
         self.assertEqual(record["device"], "GPU X")
         self.assertEqual(record["problems"], ["x: y"])
         self.assertEqual(record["worker_seconds"], 12.5)
+        self.assertEqual(record["kernels_against_default"],
+                         {"memplan_partition": {}})
 
     def test_a_worker_that_wrote_nothing_is_a_problem(self):
         record = suite.merge_step_times(
@@ -212,6 +215,68 @@ class MergeStepTimesTest(unittest.TestCase):
         self.assertEqual(record["configs"], {})
         self.assertEqual(record["problems"],
                          ["step-time worker exit timeout"])
+
+
+class CachingAutotuner:
+    """Stands for Triton's CachingAutotuner (kernel_configs knows it by its
+    class name): `chosen` launched, `left` configurations still held."""
+
+    def __init__(self, chosen, left=0):
+        self.launchers = [types.SimpleNamespace(config=chosen)]
+        self.configs = [None] * left
+
+
+def graph_with(**kernels):
+    """A CompiledFxGraph stand-in whose call's module globals hold
+    `kernels` (and a name that is no kernel)."""
+    namespace = dict(kernels, buf0=3)
+    exec("def call(args):\n    return args\n", namespace)
+    return types.SimpleNamespace(current_callable=namespace["call"])
+
+
+class KernelConfigsTest(unittest.TestCase):
+    def test_each_graphs_kernels_by_index_and_name(self):
+        shared = CachingAutotuner("XBLOCK: 2, R0_BLOCK: 256")
+        first = graph_with(triton_red_fused_0=shared)
+        second = graph_with(triton_poi_fused_0=CachingAutotuner("XBLOCK: 8",
+                                                                left=2))
+        kernels = suite.kernel_configs({1: first, 2: second})
+        self.assertEqual(kernels, {
+            "0.triton_red_fused_0": ["XBLOCK: 2, R0_BLOCK: 256 of 0",
+                                     id(shared)],
+            "1.triton_poi_fused_0": ["XBLOCK: 8 of 2",
+                                     id(second.current_callable.__globals__[
+                                         "triton_poi_fused_0"])]})
+
+    def test_configurations_against_defaults_kernels(self):
+        configs = {
+            "default": {"triton_configs": {"0.a": ["R0_BLOCK: 256 of 0", 1],
+                                           "0.b": ["XBLOCK: 8 of 0", 2]}},
+            "memplan_partition": {"triton_configs": {
+                "0.a": ["R0_BLOCK: 128 of 0", 3],
+                "0.b": ["XBLOCK: 8 of 0", 2],
+                "0.c": ["XBLOCK: 4 of 0", 4]}},
+            suite.CONTROL: {}}
+        self.assertEqual(suite.kernels_against_default(configs), {
+            "memplan_partition": {"kernels": 3, "same_object": 1,
+                                  "other_config": ["0.a"]}})
+        self.assertEqual(suite.kernels_against_default({"x": {}}), {})
+
+    def test_the_table_shows_cpu_times_and_kernels(self):
+        results = [row("t5", 5.0, 5.1, 5.2)]
+        m = results[0]["configs"]
+        m["default"]["step_cpu_ms"] = 4.0
+        m[suite.CONTROL]["step_cpu_ms"] = 4.1
+        m["memplan_partition"]["step_cpu_ms"] = 4.2
+        results[0]["kernels_against_default"] = {"memplan_partition": {
+            "kernels": 30, "same_object": 29, "other_config": ["2.k"]}}
+        table = suite.step_time_markdown(
+            results, ["default", "memplan_partition"])
+        self.assertIn("| t5 | inference | 4.00 (1.000) | 4.10 (1.025) | "
+                      "4.20 (1.050); 1 of 30 kernels otherwise (29 shared) |",
+                      table)
+        self.assertNotIn("CPU time of the call", suite.step_time_markdown(
+            [row("t5", 5.0, 5.1, 5.2)], ["default", "memplan_partition"]))
 
 
 class CheckResultsTest(unittest.TestCase):
