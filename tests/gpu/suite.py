@@ -1594,16 +1594,42 @@ def kernel_configs(graphs):
     order), "<k>.<kernel name>" (k: the graph's index) -> [its
     autotuned_config, id() of the kernel object]: two configurations'
     graphs with the same object run one autotuned kernel. The kernels are
-    the CachingAutotuner objects of the wrapper module's globals (its
-    call's __globals__)."""
+    the CachingAutotuner objects of the wrapper module's globals: those of
+    the graph's current_callable, or of a function it wraps (Inductor's
+    input-alignment wrapper holds the module's call in its closure)."""
     kernels = {}
     for k, graph in enumerate(graphs.values()):
-        call = getattr(graph, "current_callable", None)
-        call = getattr(call, "__func__", call)
-        for name, value in (getattr(call, "__globals__", None) or {}).items():
-            if type(value).__name__ == "CachingAutotuner":
-                kernels[f"{k}.{name}"] = [autotuned_config(value), id(value)]
+        for namespace in wrapped_globals(
+                getattr(graph, "current_callable", None)):
+            for name, value in namespace.items():
+                if type(value).__name__ == "CachingAutotuner":
+                    kernels[f"{k}.{name}"] = [autotuned_config(value),
+                                              id(value)]
     return kernels
+
+
+def wrapped_globals(fn, depth=4):
+    """The __globals__ of `fn` and of the functions it wraps (a method's
+    function, __wrapped__, callables in its closure), `depth` levels deep
+    at most, each once."""
+    found, seen, level = [], set(), [fn]
+    for _ in range(depth):
+        following = []
+        for f in level:
+            f = getattr(f, "__func__", f)
+            if f is None or id(f) in seen:
+                continue
+            seen.add(id(f))
+            namespace = getattr(f, "__globals__", None)
+            if namespace is not None and all(namespace is not n
+                                             for n in found):
+                found.append(namespace)
+            following.append(getattr(f, "__wrapped__", None))
+            following += [cell.cell_contents
+                          for cell in getattr(f, "__closure__", None) or ()
+                          if callable(getattr(cell, "cell_contents", None))]
+        level = following
+    return found
 
 
 def kernels_against_default(configs):
@@ -1679,11 +1705,11 @@ def run_step_time_worker(args):
     params = [p for p in model.parameters() if p.requires_grad]
     step = stepper(torch, model, inputs, loss_of, params, training)
     fns, results = {}, {}
-    graphs, restore = compiled_graphs(torch)
+    compiled, restore = compiled_graphs(torch)
     graphs_of = {}
     for config in configs:
         m = worker["metrics"][config] = {}
-        graphs.clear()
+        compiled.clear()
         try:
             apply_config(torch, hook, args.target, config, training)
             fn = torch.compile(forward,
@@ -1704,9 +1730,9 @@ def run_step_time_worker(args):
             if config.startswith("memplan_"):
                 hook_stats(hook, m, worker["problems"], f"{config}: ")
             fns[config] = fn
-            graphs_of[config] = dict(graphs)
+            graphs_of[config] = dict(compiled)
             if args.profile:
-                for k, code in enumerate(wrapper_codes(graphs)):
+                for k, code in enumerate(wrapper_codes(compiled)):
                     with open(f"{args.out}.{config}.{k}.py", "w") as f:
                         f.write(code)
         except Exception as error:  # reported; the others go on

@@ -240,12 +240,19 @@ class KernelConfigsTest(unittest.TestCase):
         first = graph_with(triton_red_fused_0=shared)
         second = graph_with(triton_poi_fused_0=CachingAutotuner("XBLOCK: 8",
                                                                 left=2))
+        # Inductor's alignment wrapper: the module's call in a closure.
+        call = second.current_callable
+
+        def run(args):
+            return call(args)
+        second = types.SimpleNamespace(current_callable=run,
+                                       inner=call)
         kernels = suite.kernel_configs({1: first, 2: second})
         self.assertEqual(kernels, {
             "0.triton_red_fused_0": ["XBLOCK: 2, R0_BLOCK: 256 of 0",
                                      id(shared)],
             "1.triton_poi_fused_0": ["XBLOCK: 8 of 2",
-                                     id(second.current_callable.__globals__[
+                                     id(second.inner.__globals__[
                                          "triton_poi_fused_0"])]})
 
     def test_configurations_against_defaults_kernels(self):
