@@ -59,8 +59,9 @@ process, whatever the code: docs/gpu.md, "Step time"): each configuration
 with a torch.compile backend of its own, so that dynamo never runs one
 configuration's code for another; then, alone on the GPU, rounds in which
 every configuration and a control (default's code again, in a slot of its
-own: what the same code measures from slot to slot) runs a warm-up step
-and its share of the timed steps, the order rotated each round. It writes
+own: what the same code measures from slot to slot) runs a warm-up step,
+then the timed steps one step of each slot after another, the order
+rotated each round. It writes
 results.json and table.md (step times against default's, rows within
 noise) and checks, in that one process, memplan's outputs and gradients
 against Inductor's own pools'. With --profile it then profiles each
@@ -1680,8 +1681,9 @@ def run_step_time_worker(args):
     one after another; then, once every worker of its wave has compiled
     (arrive_at_barrier), alone on the GPU (the exclusive lock), ROUNDS
     rounds in which each configuration and the control (CONTROL: default's
-    code again, in a slot of its own) runs a warm-up step and its share of
-    args.steps timed ones (CUDA events), the order rotated every round;
+    code again, in a slot of its own) runs a warm-up step, then its share
+    of args.steps timed ones (CUDA events) one step at a time, the slots
+    alternating, the order rotated every round;
     recompiling is an error then (torch.compiler.set_stance
     "fail_on_recompile"). Also compares, in this process, each memplan
     configuration's and default's outputs and gradients with Inductor's
@@ -1765,23 +1767,38 @@ def run_step_time_worker(args):
     torch.compiler.set_stance("fail_on_recompile")
     fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     rounds = min(ROUNDS, args.steps)
+
+    def run_slot(slot, count):
+        """`count` steps of `slot` (0: one untimed warm-up step)."""
+        if slot not in fns:
+            return  # failed earlier
+        try:
+            if count == 0:
+                step(fns[slot])
+            else:
+                times[slot] += timed_steps(torch, step, fns[slot], count,
+                                           cpu_times[slot])
+        except Exception as error:  # a recompile, say: reported
+            del fns[slot]
+            m = worker["metrics"][slot]
+            m["error"] = f"timing: {type(error).__name__}: {error}"
+            worker["problems"].append(f"{slot}: {m['error']}")
+
+    # Each round: a warm-up step of every slot, then its share of the
+    # timed steps one step at a time, the slots alternating (the order
+    # rotated each round), so that every slot samples the same moments of
+    # the machine: in run X5 a row's step time fell by a third within a
+    # round, which favoured whichever slot a round timed last.
     for r in range(rounds):
         fcntl.flock(gpu_lock, fcntl.LOCK_EX)
         shift = r % len(slots) if slots else 0
-        for slot in slots[shift:] + slots[:shift]:
-            if slot not in fns:
-                continue  # failed in an earlier round
-            try:
-                step(fns[slot])
-                times[slot] += timed_steps(
-                    torch, step, fns[slot],
-                    args.steps * (r + 1) // rounds - args.steps * r // rounds,
-                    cpu_times[slot])
-            except Exception as error:  # a recompile, say: reported
-                del fns[slot]
-                m = worker["metrics"][slot]
-                m["error"] = f"timing: {type(error).__name__}: {error}"
-                worker["problems"].append(f"{slot}: {m['error']}")
+        order = slots[shift:] + slots[:shift]
+        for slot in order:
+            run_slot(slot, 0)
+        for _ in range(args.steps * (r + 1) // rounds
+                       - args.steps * r // rounds):
+            for slot in order:
+                run_slot(slot, 1)
         fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     if args.profile:
         fcntl.flock(gpu_lock, fcntl.LOCK_EX)
