@@ -1493,18 +1493,8 @@ def step_profile(torch, step, fn, steps):
     (python_functions)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
-    cpu, gpu = [], []
-    for _ in range(steps):
-        torch.cuda.synchronize()
-        begin = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        begin.record()
-        started = time.perf_counter()
-        step(fn)
-        cpu.append((time.perf_counter() - started) * 1e3)
-        end.record()
-        torch.cuda.synchronize()
-        gpu.append(begin.elapsed_time(end))
+    cpu = []
+    gpu = timed_steps(torch, step, fn, steps, cpu)
     with profile(activities=[ProfilerActivity.CPU,
                              ProfilerActivity.CUDA]) as prof:
         for _ in range(steps):
@@ -1768,16 +1758,16 @@ def run_step_time_worker(args):
     fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     rounds = min(ROUNDS, args.steps)
 
-    def run_slot(slot, count):
-        """`count` steps of `slot` (0: one untimed warm-up step)."""
+    def run_slot(slot, timed):
+        """One step of `slot`, timed or (a warm-up) not."""
         if slot not in fns:
             return  # failed earlier
         try:
-            if count == 0:
-                step(fns[slot])
-            else:
-                times[slot] += timed_steps(torch, step, fns[slot], count,
+            if timed:
+                times[slot] += timed_steps(torch, step, fns[slot], 1,
                                            cpu_times[slot])
+            else:
+                step(fns[slot])
         except Exception as error:  # a recompile, say: reported
             del fns[slot]
             m = worker["metrics"][slot]
@@ -1794,11 +1784,11 @@ def run_step_time_worker(args):
         shift = r % len(slots) if slots else 0
         order = slots[shift:] + slots[:shift]
         for slot in order:
-            run_slot(slot, 0)
+            run_slot(slot, timed=False)
         for _ in range(args.steps * (r + 1) // rounds
                        - args.steps * r // rounds):
             for slot in order:
-                run_slot(slot, 1)
+                run_slot(slot, timed=True)
         fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     if args.profile:
         fcntl.flock(gpu_lock, fcntl.LOCK_EX)
