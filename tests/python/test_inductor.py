@@ -88,6 +88,11 @@ class FreeLine(WrapperLine):
         self.node = node
 
 
+class EnterDeviceContextManagerLine(WrapperLine):
+    def __init__(self, device_idx):
+        self.device_idx = device_idx
+
+
 class Node:
     def __init__(self, name, dtype="torch.float32"):
         self.name = name
@@ -1041,8 +1046,10 @@ class PoolViewTest(unittest.TestCase):
             # Typed as most of its buffers: 4096 bytes of float32.
             "pool0 = empty_strided_cuda((1024, ), (1, ), torch.float32)",
             "buf0 = reinterpret_tensor(pool0, (16, 8), (8, 1), 0)",
-            # The pool's only int64 buffer: a typed view would save nothing.
-            "buf1 = alloc_from_pool(pool0, 512, torch.int64, (4, ), (1, ))",
+            # The pool's only int64 buffer: a view of the pool as int64,
+            # inline (two C++ calls, not alloc_from_pool's dispatcher).
+            "buf1 = reinterpret_tensor(pool0.view(torch.int64), (4, ), (1, ),"
+            " 64)",
             # buf0's view is kept while the pool takes more (see below).
             # The offset in elements: 1024 bytes of float32.
             "buf2 = reinterpret_tensor(pool0, (2, 3), (1, 2), 256)",
@@ -1079,14 +1086,39 @@ class PoolViewTest(unittest.TestCase):
             DeallocFromPoolLine(g, last=g is e) for g in (a, b, c, d, e)]), [
             "pool0 = empty_strided_cuda((1024, ), (1, ), torch.float32)",
             "buf0 = reinterpret_tensor(pool0, (4, ), (1, ), 0)",
-            "pool0_int64 = alloc_from_pool(pool0, 0, torch.int64, (0, ), "
-            "(1, ))",
+            "pool0_int64 = pool0.view(torch.int64)",
             "buf1 = reinterpret_tensor(pool0_int64, (4, ), (1, ), 8)",
             "buf2 = reinterpret_tensor(pool0_int64, (4, ), (1, ), 16)",
             "buf3 = reinterpret_tensor(pool0, (4, ), (1, ), 48)",
             "buf4 = reinterpret_tensor(pool0, (4, ), (1, ), 64)",
             "del pool0, pool0_int64",
             "del buf0", "del buf1", "del buf2", "del buf3", "del buf4"])
+
+    def test_alloc_from_pool_where_the_pools_bytes_are_not_whole_elements(
+            self):
+        # 4092 bytes of float32 are not a whole number of int64s:
+        # Tensor.view(torch.int64) would refuse them, so the int64 buffers
+        # are views of alloc_from_pool's typed view, or alloc_from_pool's
+        # own where the pool holds one.
+        wrapper = Wrapper()
+        for count, expected in ((1, [
+                "buf1 = alloc_from_pool(pool0, 64, torch.int64, (4, ), "
+                "(1, ))"]), (2, [
+                "pool0_int64 = alloc_from_pool(pool0, 0, torch.int64, (0, ), "
+                "(1, ))",
+                "buf1 = reinterpret_tensor(pool0_int64, (4, ), (1, ), 8)",
+                "buf2 = reinterpret_tensor(pool0_int64, (4, ), (1, ), 16)"])):
+            pool = Pool("pool0", 4092)
+            groups = [PoolGroup(["buf0"], pool, 0, FLOAT32),
+                      PoolGroup(["buf3"], pool, 256, FLOAT32)] + [
+                PoolGroup([f"buf{i + 1}"], pool, 64 * (i + 1), INT64)
+                for i in range(count)]
+            code = self.generate([
+                AllocFromPoolLine(g, first=g is groups[0], wrapper=wrapper)
+                for g in groups])
+            self.assertEqual(code[0], "pool0 = empty_strided_cuda((1023, ), "
+                             "(1, ), torch.float32)")
+            self.assertEqual(code[3:3 + len(expected)], expected)
 
     def test_a_dead_buffers_view_is_taken_over_not_made_again(self):
         # buf0 and buf2 are the same view of pool0: buf2 takes buf0's name
@@ -1464,6 +1496,41 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual(len(planned), len(plain) + 1)
         self.assertEqual(hook.stats()["graphs"][-1]["segment_reservations"],
                          [("cuda:0", 64 << 20)])
+
+    def test_a_reservation_is_the_wrappers_allocation_inside_its_guard(self):
+        # As the wrapper allocates (empty_strided_cuda: no torch.empty
+        # argument parsing), first inside the guard of its device, before
+        # any line that touches memory; a reservation of a device the graph
+        # enters only after an allocation, or without a guard, stays a
+        # torch.empty before the first line.
+        fake_torch = types.ModuleType("torch")
+        fake_torch.uint8 = UINT8
+        fake_torch.device = lambda text: types.SimpleNamespace(
+            type=text.split(":")[0], index=int(text.split(":")[1]))
+        response = pb.PlanMemoryResponse()
+        for device, size in (("cuda:0", 64 << 20), ("cuda:1", 4 << 20),
+                             ("cuda:2", 2 << 20)):
+            response.segment_reservations.add(device=device, size_bytes=size)
+        allocate = AllocateLine(Node("buf0"))
+        lines = ["# comment", KernelCallLine(),
+                 EnterDeviceContextManagerLine(0), allocate,
+                 EnterDeviceContextManagerLine(2), "return ()"]
+        with mock.patch.dict("sys.modules", {"torch": fake_torch}):
+            planned = hook.with_reservations(lines, response, Wrapper())
+        self.assertEqual(planned, [
+            "memplan_segment1 = torch.empty((4194304,), dtype=torch.uint8, "
+            "device='cuda:1'); del memplan_segment1",
+            "memplan_segment2 = torch.empty((2097152,), dtype=torch.uint8, "
+            "device='cuda:2'); del memplan_segment2",
+            "# comment", lines[1], lines[2],
+            "memplan_segment0 = empty_strided_cuda((67108864, ), (1, ), "
+            "torch.uint8); del memplan_segment0",
+            allocate, lines[4], "return ()"])
+        # Without a wrapper that allocates so, every one is torch.empty.
+        plain = hook.with_reservations(lines, response, None)
+        self.assertEqual(plain, [*hook.reservation_lines(response), *lines])
+        self.assertEqual(hook.with_reservations(
+            lines, pb.PlanMemoryResponse(), Wrapper()), lines)
 
     def test_an_alignment_not_a_power_of_two_is_refused(self):
         for alignment in (3, -64, 1 << 31, 64.0):

@@ -37,9 +37,10 @@ pools and offsets it writes are the service's:
      frees each pool at the events the service named (first_allocation_event,
      last_free_event); stats() reports the outcome.
   5. Where the response names segment reservations (an inference graph's
-     request asks for them: PlanOptions.reserve_segments), the graph's
-     lines start with one torch.empty of each reservation's bytes, deleted
-     at once (reservation_lines).
+     request asks for them: PlanOptions.reserve_segments), one allocation
+     of each reservation's bytes, deleted at once, runs before any line
+     that touches memory: the first line inside the graph's first device
+     guard of that device, as the wrapper allocates (with_reservations).
 
 When the service cannot be reached, answers with an error, or gives an
 answer the hook cannot use (groups that differ from Inductor's; symbolic
@@ -917,6 +918,7 @@ def _create_pool(wrapper, pool, code):
             if text.startswith(f"{pool.name} = empty_strided"):
                 code.writeline(text)
                 _typed_bases(pool)[dtype] = pool.name
+                pool.__dict__["memplan_static_bytes"] = size
                 return
     pool.codegen_create(wrapper, code)
 
@@ -1015,17 +1017,21 @@ def _pool_view(wrapper, allocation, code):
     offset_bytes, dtype, size, stride)` for each buffer, a dispatcher call
     (torch.ops.inductor._alloc_from_pool) that costs microseconds of CPU a
     buffer from Python: launch-bound steps measured up to 1.2x slower than
-    default torch.compile's (docs/gpu.md, "Step time"). Here each pool gets
-    one such view per dtype (`pool1_float32 = alloc_from_pool(pool1, 0,
-    torch.float32, (0, ), (1, ))`, deleted with the pool), and each buffer
-    is `reinterpret_tensor(pool1_float32, size, stride, offset_elements)`
+    default torch.compile's (docs/gpu.md, "Step time"). Here each buffer
+    is `reinterpret_tensor(BASE, size, stride, offset_elements)`
     (torch._C._dynamo.guards._reinterpret_tensor, Inductor's own view of a
     buffer: the same storage, dtype, offset, size and stride as
-    alloc_from_pool's, without the dispatcher). alloc_from_pool as Inductor
-    writes it where that saves nothing (the pool's only buffer of its
-    dtype) or cannot be written: a pool Inductor planned (fallback), a
-    wrapper whose pool views are not Python alloc_from_pool calls
-    (cpp_wrapper), or an offset that is not a whole number of elements."""
+    alloc_from_pool's, without the dispatcher), BASE the pool itself in
+    the dtype _create_pool gave it, else one view of the pool per dtype
+    (`pool1_int64 = pool1.view(torch.int64)`, _recast, or where that
+    cannot be written `pool1_int64 = alloc_from_pool(pool1, 0,
+    torch.int64, (0, ), (1, ))`; deleted with the pool), or, for the
+    pool's only buffer of its dtype, `pool1.view(torch.int64)` inline.
+    alloc_from_pool as Inductor writes it where no such view can be
+    written: a pool Inductor planned (fallback), a wrapper whose pool views
+    are not Python alloc_from_pool calls (cpp_wrapper), an offset that is
+    not a whole number of elements, or the only buffer of its dtype in a
+    pool _recast cannot view."""
     pool = allocation.pool
     node = allocation.node
     dtype = node.get_dtype()
@@ -1039,26 +1045,50 @@ def _pool_view(wrapper, allocation, code):
         from torch.utils._sympy.functions import FloorDiv
         elements = FloorDiv(offset, itemsize)  # exact: see above
     bases = _typed_bases(pool)
-    if _dtype_counts(pool).get(dtype, 0) < 2 and dtype not in bases:
-        elements = None  # one buffer of its dtype: a typed view saves nothing
-    if elements is not None and dtype not in bases:
-        base, setup = _written(wrapper.codegen_alloc_from_pool(
-            pool.name, 0, dtype, (0,), (1,)))
-        if base.startswith("alloc_from_pool("):
-            name = f"{pool.name}_{str(dtype).rsplit('.', 1)[-1]}"
-            code.writelines(setup)
-            code.writeline(f"{wrapper.declare}{name} = {base}"
-                           f"{wrapper.ending}")
-            bases[dtype] = name
-    if elements is None or dtype not in bases:
+    recast = _recast(pool, dtype)
+    base = bases.get(dtype)
+    if elements is not None and base is None:
+        if _dtype_counts(pool).get(dtype, 0) < 2:
+            # One buffer of its dtype: a view of the pool in it, inline, or
+            # (none to write) alloc_from_pool itself.
+            base = recast
+        else:
+            view, setup = recast, []
+            if view is None:
+                view, setup = _written(wrapper.codegen_alloc_from_pool(
+                    pool.name, 0, dtype, (0,), (1,)))
+            if view.startswith(("alloc_from_pool(", f"{pool.name}.view(")):
+                name = f"{pool.name}_{str(dtype).rsplit('.', 1)[-1]}"
+                code.writelines(setup)
+                code.writeline(f"{wrapper.declare}{name} = {view}"
+                               f"{wrapper.ending}")
+                base = bases[dtype] = name
+    if elements is None or base is None:
         expression, setup = _written(
             allocation.codegen_alloc_from_pool(wrapper))
         code.writelines(setup)
         return expression
-    return (f"reinterpret_tensor({bases[dtype]}, "
+    return (f"reinterpret_tensor({base}, "
             f"{wrapper.codegen_python_shape_tuple(tuple(node.get_size()))}, "
             f"{wrapper.codegen_python_shape_tuple(tuple(node.get_stride()))}"
             f", {wrapper.codegen_sizevar(elements)})")
+
+
+def _recast(pool, dtype):
+    """`pool.view(dtype)`: the pool's whole storage as `dtype` elements
+    (Tensor.view(dtype), one C++ method call: the same storage, offset 0),
+    where _create_pool wrote the pool typed with a static size that is a
+    whole number of them; None otherwise (a pool Inductor created, of
+    symbolic size, or whose bytes `dtype` does not divide), where the view
+    is alloc_from_pool's (torch.ops.inductor._alloc_from_pool, a
+    dispatcher call from Python: 25 us a call under cProfile in run L1,
+    docs/gpu.md, against about 2 for reinterpret_tensor)."""
+    size = pool.__dict__.get("memplan_static_bytes")
+    itemsize = getattr(dtype, "itemsize", None)
+    if size is None or not itemsize or size % itemsize \
+            or pool.name not in _typed_bases(pool).values():
+        return None
+    return f"{pool.name}.view({dtype})"
 
 
 def _dealloc_from_pool_codegen(line, code):
@@ -1221,8 +1251,11 @@ def _install_cache_key(state):
 # backward's gradients may share pools (outputs_released_together); 9:
 # extern kernels' allocations one by one (Event.call_allocations); 10: a
 # training forward's request carries the cached blocks too; 11: an
-# inference graph's segment reservations (PlanOptions.reserve_segments).
-_CODEGEN_VERSION = 11
+# inference graph's segment reservations (PlanOptions.reserve_segments);
+# 12: reservations as the wrapper allocates inside the device guard, and
+# pool views of a second dtype by Tensor.view(dtype) (with_reservations,
+# _recast).
+_CODEGEN_VERSION = 12
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
@@ -1379,7 +1412,8 @@ def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
                             "other lines than the service's "
                             "first_allocation_event/last_free_event")
         if record is not None:
-            planned = [*reservation_lines(record["response"]), *planned]
+            planned = with_reservations(planned, record["response"],
+                                        getattr(planner, "wrapper", None))
         return planned
 
     def allocate_groups(planner):
@@ -1763,7 +1797,10 @@ def reservation_lines(response):
     """The wrapper lines that run `response`'s segment reservations, to go
     before the graph's first line: per reservation, a tensor of its
     size_bytes on its device, deleted at once (the caching allocator keeps
-    its segment cached for the graph's pools to split)."""
+    its segment cached for the graph's pools to split). torch.empty's
+    argument parsing costs about 30 us a call from Python (cProfile, run
+    L1 in docs/gpu.md): with_reservations writes them as the wrapper
+    allocates where it can."""
     lines = []
     for i, reservation in enumerate(response.segment_reservations):
         name = f"memplan_segment{i}"
@@ -1771,6 +1808,69 @@ def reservation_lines(response):
                      f"dtype=torch.uint8, device={reservation.device!r}); "
                      f"del {name}")
     return lines
+
+
+def with_reservations(lines, response, wrapper):
+    """A graph's planned wrapper `lines` with `response`'s segment
+    reservations run before any line that touches memory (every line
+    line_kind finds other than OTHER: an allocation, a pool's view, an
+    extern kernel's output, an input's free). A reservation on a CUDA
+    device is written as `wrapper` allocates (make_allocation:
+    `memplan_segment0 = empty_strided_cuda((BYTES, ), (1, ),
+    torch.uint8); del memplan_segment0`, Inductor's fast path on the
+    current device) as the first line inside the graph's first device
+    guard of its device (EnterDeviceContextManagerLine, `with
+    torch.cuda._DeviceGuard(0):`), where no line before that guard touches
+    memory; any other reservation (no such guard, a wrapper that allocates
+    otherwise, as cpp_wrapper) as reservation_lines writes it, before the
+    first line. Returns a new list."""
+    first = reservation_lines(response)
+    if not first:
+        return list(lines)
+    guards = {}  # device index -> position of its first device guard
+    for i, line in enumerate(lines):
+        names = {cls.__name__ for cls in type(line).__mro__}
+        if "EnterDeviceContextManagerLine" in names:
+            guards.setdefault(getattr(line, "device_idx", None), i)
+        elif line_kind(line) != pb.EVENT_KIND_OTHER:
+            break  # memory touched: later guards come too late
+    inside = {}  # position of a guard -> lines to write after it
+    kept = []
+    for i, reservation in enumerate(response.segment_reservations):
+        text = _wrapper_reservation(wrapper, f"memplan_segment{i}",
+                                    reservation, guards)
+        if text is None:
+            kept.append(first[i])
+        else:
+            inside.setdefault(guards[text[0]], []).append(text[1])
+    result = kept
+    for i, line in enumerate(lines):
+        result.append(line)
+        result.extend(inside.get(i, ()))
+    return result
+
+
+def _wrapper_reservation(wrapper, name, reservation, guards):
+    """(device index, line) of one reservation written as `wrapper`
+    allocates, inside the device guard `guards` has for its device; None
+    where it cannot be (with_reservations)."""
+    make = getattr(wrapper, "make_allocation", None)
+    kind, _, index = reservation.device.partition(":")
+    if make is None or kind != "cuda" or not index.isdigit() \
+            or int(index) not in guards:
+        return None
+    try:
+        import torch
+        text = make(name, torch.device(reservation.device), torch.uint8,
+                    (int(reservation.size_bytes),), (1,))
+    except Exception as error:  # written as before, never a failure
+        log.warning("memplan: writes a reservation with torch.empty: %s",
+                    error)
+        return None
+    if not isinstance(text, str) or not text.startswith(
+            f"{name} = empty_strided_cuda("):
+        return None
+    return int(index), f"{text}; del {name}"
 
 
 def _usage_agrees(lines, response):
