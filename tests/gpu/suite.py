@@ -926,12 +926,15 @@ def launches_markdown(results, configs):
 
 
 def profile_markdown(results, configs):
-    """With --profile: per (model, mode) and configuration, the CPU time of
-    a step's call, its GPU time, the CUDA kernels' busy time and launches
-    per step; then, against default's, the kernels whose time per step
-    differs most (lines of a list; none without profiles)."""
+    """With --profile: per (model, mode) and configuration (and the
+    control, CPU side only), the CPU time of a step's call, its GPU time,
+    the CUDA kernels' busy time and launches per step; the wrapper code's
+    lines by kind (line_costs); then, against default's, the kernels and
+    Python functions whose time per step differs most (lines of a list;
+    none without profiles)."""
     rows = [(r, c, r["configs"][c]["profile"]) for r in results
-            for c in configs if "profile" in r.get("configs", {}).get(c, {})]
+            for c in [*configs, CONTROL]
+            if "profile" in r.get("configs", {}).get(c, {})]
     if not rows:
         return []
     lines = ["", "Profiles (step_profile, median of "
@@ -940,9 +943,18 @@ def profile_markdown(results, configs):
              "busy | kernel launches |", "| --- | --- | --- | --- | --- | "
              "--- | --- |"]
     for r, c, p in rows:
+        busy = p.get("kernel_busy_ms")
         lines.append(f"| {r['model']} | {r['mode']} | {c} | {p['cpu_ms']:.2f}"
-                     f" | {p['gpu_ms']:.2f} | {p['kernel_busy_ms']:.2f} | "
-                     f"{p['kernel_launches']} |")
+                     f" | {p['gpu_ms']:.2f} | "
+                     f"{'' if busy is None else f'{busy:.2f}'} | "
+                     f"{p.get('kernel_launches', '')} |")
+    lines += ["", "Wrapper code's lines by kind under sys.settrace "
+              "(line_costs): us per step (lines per step)", ""]
+    for r, c, p in rows:
+        if p.get("wrapper_lines"):
+            lines.append(f"- {r['model']} {r['mode']} {c}: " + "; ".join(
+                f"{kind} {us:.0f} ({count:g})" for kind, (us, count) in
+                p["wrapper_lines"].items()))
     for key, what in (("kernels_us_launches", "Kernels whose GPU time"),
                       ("python_us_calls", "Python functions whose own "
                        "time")):
@@ -950,7 +962,7 @@ def profile_markdown(results, configs):
                   "per step, calls per step):", ""]
         for r, c, p in rows:
             base = r["configs"].get("default", {}).get("profile")
-            if c == "default" or base is None or key not in p:
+            if c in ("default", CONTROL) or base is None or key not in p:
                 continue
             ours, theirs = p[key], base.get(key, {})
             change = sorted(set(ours) | set(theirs), key=lambda n: -abs(
@@ -1483,31 +1495,58 @@ PROFILE_FUNCTIONS = 25  # the Python functions of most own time kept
 
 
 def step_profile(torch, step, fn, steps):
-    """Where `steps` steps of `fn` spend their time, per step: the CPU
-    time of the call (perf_counter, the step's launches: close to the GPU
-    time when launch bound), the GPU time (CUDA events), and under
-    torch.profiler the GPU time of every CUDA kernel (microseconds and
-    launches per step, by kernel name), their sum ("busy") and the
-    PROFILE_KERNELS kernels of most time; then, over `steps` more steps
+    """Where `steps` steps of `fn` spend their time, per step:
+    cpu_profiles' numbers, then kernel_profile's."""
+    return {**cpu_profiles(torch, step, {"": fn}, steps)[""],
+            **kernel_profile(torch, step, fn, steps)}
+
+
+def cpu_profiles(torch, step, fns, steps):
+    """The CPU side of `steps` steps of each of `fns` (slot -> compiled
+    function), per step, {slot: numbers}: the CPU time of the call
+    (perf_counter, the step's launches: close to the GPU time when launch
+    bound) and the GPU time (CUDA events), medians; over `steps` more steps
     under cProfile, the Python functions of most own time
-    (python_functions)."""
+    (python_functions); over `steps` more under line_costs, the wrapper
+    code's lines by kind (wrapper_lines). Each part runs the slots step by
+    step in turn: a process times its calls slower after any profiler or
+    tracer has run in it (run L3 in docs/gpu.md, one slot profiled after
+    another: default's own code 3.48 ms a call first, 5.14 last), so each
+    part's slots sample the same moments, and the times come first. Run
+    every slot's before any kernel_profile."""
+    import cProfile
+    import pstats
+    cpu = {slot: [] for slot in fns}
+    gpu = {slot: [] for slot in fns}
+    for _ in range(steps):
+        for slot, fn in fns.items():
+            gpu[slot] += timed_steps(torch, step, fn, 1, cpu[slot])
+    profilers = {slot: cProfile.Profile() for slot in fns}
+    for _ in range(steps):
+        for slot, fn in fns.items():
+            profilers[slot].enable()
+            step(fn)
+            torch.cuda.synchronize()
+            profilers[slot].disable()
+    lines = line_costs(torch, step, fns, steps)
+    return {slot: {"cpu_ms": sorted(cpu[slot])[steps // 2],
+                   "gpu_ms": sorted(gpu[slot])[steps // 2],
+                   "python_us_calls": python_functions(
+                       pstats.Stats(profilers[slot]).stats, steps),
+                   "wrapper_lines": lines[slot]} for slot in fns}
+
+
+def kernel_profile(torch, step, fn, steps):
+    """Under torch.profiler, over `steps` steps of `fn`: the GPU time of
+    every CUDA kernel (microseconds and launches per step, by kernel name),
+    their sum ("busy") and the PROFILE_KERNELS kernels of most time."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
-    cpu = []
-    gpu = timed_steps(torch, step, fn, steps, cpu)
     with profile(activities=[ProfilerActivity.CPU,
                              ProfilerActivity.CUDA]) as prof:
         for _ in range(steps):
             step(fn)
         torch.cuda.synchronize()
-    import cProfile
-    import pstats
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(steps):
-        step(fn)
-    torch.cuda.synchronize()
-    profiler.disable()
     kernels = {}
     for event in prof.key_averages():
         if event.device_type == DeviceType.CUDA and \
@@ -1516,14 +1555,94 @@ def step_profile(torch, step, fn, steps):
                 round(event.self_device_time_total / steps, 1),
                 round(event.count / steps, 2)]
     top = sorted(kernels.items(), key=lambda item: -item[1][0])
-    return {"cpu_ms": sorted(cpu)[steps // 2],
-            "gpu_ms": sorted(gpu)[steps // 2],
-            "kernel_busy_ms": round(sum(k[0] for k in kernels.values())
+    return {"kernel_busy_ms": round(sum(k[0] for k in kernels.values())
                                     / 1e3, 3),
             "kernel_launches": round(sum(k[1] for k in kernels.values())),
-            "kernels_us_launches": dict(top[:PROFILE_KERNELS]),
-            "python_us_calls": python_functions(
-                pstats.Stats(profiler).stats, steps)}
+            "kernels_us_launches": dict(top[:PROFILE_KERNELS])}
+
+
+# Kinds of a wrapper code line, by its text (line_kind_of): the first whose
+# test holds.
+WRAPPER_LINE_KINDS = (
+    ("pool view", lambda t: "alloc_from_pool(" in t or ".view(torch." in t),
+    ("allocation", lambda t: "empty_strided" in t or "torch.empty(" in t),
+    ("view", lambda t: re.match(r"\w+ = reinterpret_tensor\(", t)),
+    ("rename", lambda t: re.match(r"\w+ = \w+(; del \w+)?\s*(#.*)?$", t)),
+    ("del", lambda t: t.startswith("del ")),
+    ("triton", lambda t: ".run(" in t),
+    ("extern", lambda t: "extern_kernels." in t or "torch.ops." in t),
+    ("assert", lambda t: t.startswith("assert_")),
+    ("other", lambda t: True),
+)
+
+
+def line_kind_of(text):
+    """The WRAPPER_LINE_KINDS name of one line of wrapper code."""
+    text = text.strip()
+    for kind, test in WRAPPER_LINE_KINDS:
+        if test(text):
+            return kind
+    return "other"
+
+
+def line_costs(torch, step, fns, steps):
+    """Where the compiled graphs' wrapper code spends a step's CPU time,
+    for each of `fns` (slot -> compiled function), {slot: {kind: [us per
+    step, lines per step]}}: over `steps` steps of each (the slots in turn,
+    step by step) under sys.settrace, the time from each line of a wrapper
+    module's call() (a frame named call whose globals hold
+    reinterpret_tensor and assert_size_stride, as Inductor's output code's
+    do) to its next line, summed per kind of line (line_kind_of). The
+    tracer's own cost (about a microsecond a line, and a little for each
+    Python call a line makes) is in every line alike, so compare lines of
+    a kind across configurations, not against untraced times."""
+    import linecache
+    import sys
+    clock = time.perf_counter
+    totals = {slot: {} for slot in fns}
+    kinds = {}
+    last = [None, 0.0, None]  # kind of the line running, its start, slot
+
+    def close(now):
+        if last[0] is not None:
+            total = totals[last[2]].setdefault(last[0], [0.0, 0])
+            total[0] += now - last[1]
+            total[1] += 1
+        last[0] = None
+
+    def local(frame, event, arg):
+        now = clock()
+        close(now)
+        if event == "line":
+            key = (frame.f_code.co_filename, frame.f_lineno)
+            kind = kinds.get(key)
+            if kind is None:
+                kind = kinds[key] = line_kind_of(linecache.getline(*key))
+            last[0] = kind
+        last[1] = clock()
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_name == "call" and all(
+                name in frame.f_globals for name in
+                ("reinterpret_tensor", "assert_size_stride")):
+            return local
+        return None
+
+    for _ in range(steps):
+        for slot, fn in fns.items():
+            last[2] = slot
+            sys.settrace(tracer)
+            try:
+                step(fn)
+            finally:
+                sys.settrace(None)
+                close(clock())
+            torch.cuda.synchronize()
+    return {slot: {kind: [round(total * 1e6 / steps, 1),
+                          round(count / steps, 2)]
+                   for kind, (total, count) in sorted(totals[slot].items())}
+            for slot in fns}
 
 
 def python_functions(stats, steps):
@@ -1791,11 +1910,16 @@ def run_step_time_worker(args):
                 run_slot(slot, timed=True)
         fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     if args.profile:
+        # Every slot's CPU profile (the control's too), the slots in
+        # turn, then every configuration's kernels (see cpu_profiles).
         fcntl.flock(gpu_lock, fcntl.LOCK_EX)
+        for slot, profile in cpu_profiles(torch, step, fns,
+                                          PROFILE_STEPS).items():
+            worker["metrics"][slot]["profile"] = profile
         for config in configs:
             if config in fns:
-                worker["metrics"][config]["profile"] = step_profile(
-                    torch, step, fns[config], PROFILE_STEPS)
+                worker["metrics"][config]["profile"].update(kernel_profile(
+                    torch, step, fns[config], PROFILE_STEPS))
         fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     for slot in fns:
         m = worker["metrics"][slot]

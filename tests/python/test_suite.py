@@ -136,6 +136,64 @@ class ProfileTableTest(unittest.TestCase):
                       "1300 us (130 -> 130)", table)
 
 
+class WrapperLineCostsTest(unittest.TestCase):
+    def test_each_line_by_kind(self):
+        for text, kind in (
+                ("    pool0 = empty_strided_cuda((5, ), (1, ), torch.float32)",
+                 "allocation"),
+                ("memplan_segment0 = torch.empty((64,), dtype=torch.uint8, "
+                 "device='cuda:0'); del memplan_segment0", "allocation"),
+                ("buf7 = reinterpret_tensor(pool0.view(torch.int64), (8, ), "
+                 "(1, ), 0)", "pool view"),
+                ("pool0_int64 = alloc_from_pool(pool0, 0, torch.int64, (0, ),"
+                 " (1, ))", "pool view"),
+                ("buf2 = reinterpret_tensor(pool0, (4, ), (1, ), 16)", "view"),
+                ("buf8 = buf5; del buf5  # reuse", "rename"),
+                ("buf3 = buf1  # reuse", "rename"),
+                ("del pool0, buf3", "del"),
+                ("triton_poi_fused_0.run(buf1, 256, stream=stream0)",
+                 "triton"),
+                ("extern_kernels.mm(buf1, arg4_1, out=buf2)", "extern"),
+                ("assert_size_stride(arg0_1, (8, ), (1, ))", "assert"),
+                ("with torch.cuda._DeviceGuard(0):", "other")):
+            self.assertEqual(suite.line_kind_of(text), kind, text)
+
+    def test_the_wrapper_calls_lines_only_summed_per_kind(self):
+        # A module as Inductor writes one (reinterpret_tensor and
+        # assert_size_stride among its globals):
+        # its call()'s lines are counted; the step's own lines, and a
+        # function the wrapper calls, are not.
+        source = ("async_compile = None\n"
+                  "def helper():\n"
+                  "    x = 1\n"
+                  "    return x\n"
+                  "def call(args):\n"
+                  "    buf0 = empty_strided_cuda(args)\n"
+                  "    helper()\n"
+                  "    del buf0\n"
+                  "    return ()\n")
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "cwrapper.py")
+            with open(path, "w") as f:
+                f.write(source)
+            module = {"empty_strided_cuda": lambda args: list(args),
+                      "reinterpret_tensor": None, "assert_size_stride": None}
+            exec(compile(source, path, "exec"), module)
+            # The same call without Inductor's names: not a wrapper's.
+            other = dict(module, reinterpret_tensor=0)
+            del other["reinterpret_tensor"]
+            exec(compile(source, path, "exec"), other)
+            torch = types.SimpleNamespace(cuda=types.SimpleNamespace(
+                synchronize=lambda: None))
+            costs = suite.line_costs(torch, lambda fn: fn([1]), {
+                "default": module["call"], "other": other["call"]}, 4)
+        self.assertEqual({kind: count for kind, (_, count) in
+                          costs["default"].items()},
+                         {"allocation": 1, "other": 2, "del": 1})
+        self.assertTrue(all(us >= 0 for us, _ in costs["default"].values()))
+        self.assertEqual(costs["other"], {})
+
+
 class LineTracePeakTest(unittest.TestCase):
 
     def test_the_peak_is_where_a_statement_allocates_the_most(self):
