@@ -1501,6 +1501,26 @@ def step_profile(torch, step, fn, steps):
             **kernel_profile(torch, step, fn, steps)}
 
 
+def timing_order(slots):
+    """One cycle of --step-time's steps, [(slot, timed)]: every slot once,
+    timed, in an order where default's code never runs right after itself
+    (default after the control or the control after default, the cycle
+    repeated): a step that follows a step of the same compiled code runs
+    warmer (run L4 in docs/gpu.md, the slots in a fixed cycle default,
+    memplan, control: mobilenet_v3_large's default 2.67 ms a call after
+    the control, the control 2.73 after memplan's). So the other slots
+    sit between the two: [default, half of them, control, the rest], or,
+    with one other slot, [default, it, control, it untimed]. Any other
+    slots (no control, or no other): as given, each timed."""
+    others = [s for s in slots if s not in ("default", CONTROL)]
+    if "default" not in slots or CONTROL not in slots or not others:
+        return [(slot, True) for slot in slots]
+    half = (len(others) + 1) // 2
+    rest = [(slot, True) for slot in others[half:]] or [(others[0], False)]
+    return [("default", True), *[(slot, True) for slot in others[:half]],
+            (CONTROL, True), *rest]
+
+
 def cpu_profiles(torch, step, fns, steps):
     """The CPU side of `steps` steps of each of `fns` (slot -> compiled
     function), per step, {slot: numbers}: the CPU time of the call
@@ -1513,21 +1533,28 @@ def cpu_profiles(torch, step, fns, steps):
     tracer has run in it (run L3 in docs/gpu.md, one slot profiled after
     another: default's own code 3.48 ms a call first, 5.14 last), so each
     part's slots sample the same moments, and the times come first. Run
-    every slot's before any kernel_profile."""
+    every slot's before any kernel_profile. The slots run in timing_order.
+    """
     import cProfile
     import pstats
     cpu = {slot: [] for slot in fns}
     gpu = {slot: [] for slot in fns}
+    order = timing_order(list(fns))
     for _ in range(steps):
-        for slot, fn in fns.items():
-            gpu[slot] += timed_steps(torch, step, fn, 1, cpu[slot])
+        for slot, timed in order:
+            if timed:
+                gpu[slot] += timed_steps(torch, step, fns[slot], 1, cpu[slot])
+            else:
+                step(fns[slot])
     profilers = {slot: cProfile.Profile() for slot in fns}
     for _ in range(steps):
-        for slot, fn in fns.items():
-            profilers[slot].enable()
-            step(fn)
+        for slot, timed in order:
+            if timed:
+                profilers[slot].enable()
+            step(fns[slot])
             torch.cuda.synchronize()
-            profilers[slot].disable()
+            if timed:
+                profilers[slot].disable()
     lines = line_costs(torch, step, fns, steps)
     return {slot: {"cpu_ms": sorted(cpu[slot])[steps // 2],
                    "gpu_ms": sorted(gpu[slot])[steps // 2],
@@ -1588,8 +1615,8 @@ def line_kind_of(text):
 def line_costs(torch, step, fns, steps):
     """Where the compiled graphs' wrapper code spends a step's CPU time,
     for each of `fns` (slot -> compiled function), {slot: {kind: [us per
-    step, lines per step]}}: over `steps` steps of each (the slots in turn,
-    step by step) under sys.settrace, the time from each line of a wrapper
+    step, lines per step]}}: over `steps` steps of each (the slots in
+    timing_order) under sys.settrace, the time from each line of a wrapper
     module's call() (a frame named call whose globals hold
     reinterpret_tensor and assert_size_stride, as Inductor's output code's
     do) to its next line, summed per kind of line (line_kind_of). The
@@ -1630,11 +1657,14 @@ def line_costs(torch, step, fns, steps):
         return None
 
     for _ in range(steps):
-        for slot, fn in fns.items():
+        for slot, timed in timing_order(list(fns)):
+            if not timed:
+                step(fns[slot])
+                continue
             last[2] = slot
             sys.settrace(tracer)
             try:
-                step(fn)
+                step(fns[slot])
             finally:
                 sys.settrace(None)
                 close(clock())
@@ -1894,20 +1924,22 @@ def run_step_time_worker(args):
             worker["problems"].append(f"{slot}: {m['error']}")
 
     # Each round: a warm-up step of every slot, then its share of the
-    # timed steps one step at a time, the slots alternating (the order
-    # rotated each round), so that every slot samples the same moments of
-    # the machine: in run X5 a row's step time fell by a third within a
-    # round, which favoured whichever slot a round timed last.
+    # timed steps one step at a time, the slots alternating in
+    # timing_order (rotated each round), so that every slot samples the
+    # same moments of the machine: in run X5 a row's step time fell by a
+    # third within a round, which favoured whichever slot a round timed
+    # last.
+    cycle = timing_order(slots)
     for r in range(rounds):
         fcntl.flock(gpu_lock, fcntl.LOCK_EX)
-        shift = r % len(slots) if slots else 0
-        order = slots[shift:] + slots[:shift]
-        for slot in order:
+        shift = r % len(cycle) if cycle else 0
+        order = cycle[shift:] + cycle[:shift]
+        for slot in dict.fromkeys(slot for slot, _ in order):
             run_slot(slot, timed=False)
         for _ in range(args.steps * (r + 1) // rounds
                        - args.steps * r // rounds):
-            for slot in order:
-                run_slot(slot, timed=True)
+            for slot, timed in order:
+                run_slot(slot, timed=timed)
         fcntl.flock(gpu_lock, fcntl.LOCK_UN)
     if args.profile:
         # Every slot's CPU profile (the control's too), the slots in

@@ -136,6 +136,34 @@ class ProfileTableTest(unittest.TestCase):
                       "1300 us (130 -> 130)", table)
 
 
+class TimingOrderTest(unittest.TestCase):
+    def test_defaults_code_never_follows_itself(self):
+        control = suite.CONTROL
+        self.assertEqual(suite.timing_order(
+            ["default", "memplan_partition", control]), [
+            ("default", True), ("memplan_partition", True), (control, True),
+            ("memplan_partition", False)])
+        self.assertEqual(suite.timing_order(
+            ["default", "a", "b", "c", control]), [
+            ("default", True), ("a", True), ("b", True), (control, True),
+            ("c", True)])
+        for slots in (["default", "a", "b", control], ["default", "a",
+                                                        control]):
+            cycle = [slot for slot, _ in suite.timing_order(slots)]
+            for i, slot in enumerate(cycle):  # cyclically
+                self.assertNotEqual({slot, cycle[i - 1]},
+                                    {"default", control}, cycle)
+            timed = [slot for slot, t in suite.timing_order(slots) if t]
+            self.assertEqual(sorted(timed), sorted(slots))
+
+    def test_without_a_pair_the_slots_as_given(self):
+        self.assertEqual(suite.timing_order(["default", "a"]),
+                         [("default", True), ("a", True)])
+        self.assertEqual(suite.timing_order(["default", suite.CONTROL]),
+                         [("default", True), (suite.CONTROL, True)])
+        self.assertEqual(suite.timing_order([""]), [("", True)])
+
+
 class WrapperLineCostsTest(unittest.TestCase):
     def test_each_line_by_kind(self):
         for text, kind in (
