@@ -1081,12 +1081,12 @@ def _recast(pool, dtype):
     whole number of them; None otherwise (a pool Inductor created, of
     symbolic size, or whose bytes `dtype` does not divide), where the view
     is alloc_from_pool's (torch.ops.inductor._alloc_from_pool, a
-    dispatcher call from Python: 25 us a call under cProfile in run L1,
-    docs/gpu.md, against about 2 for reinterpret_tensor)."""
+    dispatcher call from Python: 3.1 us a call on the suite's H200 machine
+    against 1.6 for this view and its reinterpret_tensor, docs/gpu.md).
+    memplan_static_bytes is set only where _create_pool typed the pool."""
     size = pool.__dict__.get("memplan_static_bytes")
     itemsize = getattr(dtype, "itemsize", None)
-    if size is None or not itemsize or size % itemsize \
-            or pool.name not in _typed_bases(pool).values():
+    if size is None or not itemsize or size % itemsize:
         return None
     return f"{pool.name}.view({dtype})"
 
