@@ -186,6 +186,10 @@ def parse_args():
                         help="with --step-time: also profile each "
                         "configuration's steps (CUDA kernels, CPU time) "
                         "and keep every compiled graph's wrapper code")
+    parser.add_argument("--save-code", action="store_true",
+                        help="keep every compiled graph's wrapper code "
+                        "beside each worker's record (WORKER.CONFIG.K.py; "
+                        "--profile keeps it too)")
     parser.add_argument("--trace-lines", action="store_true",
                         help="memory runs: one more step in which every "
                         "statement of every compiled graph's wrapper code "
@@ -299,6 +303,8 @@ def run_driver(args):
                         "--barrier-count", str(barrier_count)]
         if args.profile:
             command.append("--profile")
+        if args.save_code:
+            command.append("--save-code")
         if args.trace_lines:
             command.append("--trace-lines")
         if args.entry_snapshots:
@@ -437,6 +443,29 @@ def merge_step_times(model, mode, outcomes):
     return record
 
 
+def eager_problems(metrics, configs):
+    """A problem for each configuration of `metrics` (config -> numbers)
+    whose error_vs_eager (relative_error against eager's results in its
+    own process) is above EAGER_TOLERANCE or twice default's own error,
+    whichever is larger."""
+    default_error = metrics.get("default", {}).get("error_vs_eager", 0.0)
+    bound = max(EAGER_TOLERANCE, 2 * default_error)
+    problems = []
+    for config in configs:
+        error = metrics.get(config, {}).get("error_vs_eager")
+        if error is None or error <= bound:
+            continue
+        # Without default in the run there is no control: compiled
+        # training steps can differ from eager by far more than the fixed
+        # tolerance (resnet50's batch norms: 0.41 for default and memplan
+        # alike).
+        control = "" if "default" in metrics else \
+            "; default did not run, so no control: add it"
+        problems.append(f"{config}: outputs/gradients differ from eager by "
+                        f"{error:.3g} (relative; bound {bound:.3g}{control})")
+    return problems
+
+
 def check_results(record, configs, outcomes):
     """memplan's outputs and gradients against Inductor's own pools':
     whether they are bitwise equal, and a problem where they differ by more
@@ -455,8 +484,7 @@ def check_results(record, configs, outcomes):
         if os.path.exists(path):
             saved[config] = torch.load(path)
             os.remove(path)
-    default_error = metrics.get("default", {}).get("error_vs_eager", 0.0)
-    eager_bound = max(EAGER_TOLERANCE, 2 * default_error)
+    record["problems"] += eager_problems(metrics, configs)
     own = metrics.get("inductor_pools", {})
     reference = saved.get("inductor_pools")
     if reference is not None and "default" in saved:
@@ -472,17 +500,6 @@ def check_results(record, configs, outcomes):
         m = metrics.get(config)
         if m is None or "error_vs_eager" not in m:
             continue
-        if m["error_vs_eager"] > eager_bound:
-            # Without default in the run there is no control: compiled
-            # training steps can differ from eager by far more than the
-            # fixed tolerance (resnet50's batch norms: 0.41 for default
-            # and memplan alike).
-            control = "" if "default" in metrics else \
-                "; default did not run, so no control: add it"
-            record["problems"].append(
-                f"{config}: outputs/gradients differ from eager by "
-                f"{m['error_vs_eager']:.3g} (relative; bound {eager_bound:.3g}"
-                f"{control})")
         if not config.startswith("memplan_") or reference is None \
                 or config not in saved:
             continue
@@ -1709,6 +1726,16 @@ def compiled_graphs(torch):
     return graphs, restore
 
 
+def save_codes(out, config, graphs):
+    """Writes the wrapper code of each graph compiled_graphs recorded
+    (wrapper_codes) to OUT.CONFIG.K.py, `out` a worker's record (.json,
+    its suffix dropped), K the graph's place in call order."""
+    stem = out[:-len(".json")] if out.endswith(".json") else out
+    for k, code in enumerate(wrapper_codes(graphs)):
+        with open(f"{stem}.{config}.{k}.py", "w") as f:
+            f.write(code)
+
+
 def wrapper_codes(graphs):
     """The wrapper code of each graph compiled_graphs recorded that has
     one, in call order."""
@@ -1824,12 +1851,13 @@ def run_step_time_worker(args):
     of args.steps timed ones (CUDA events) one step at a time, the slots
     alternating, the order rotated every round;
     recompiling is an error then (torch.compiler.set_stance
-    "fail_on_recompile"). Also compares, in this process, each memplan
-    configuration's and default's outputs and gradients with Inductor's
-    own pools'. With args.profile, then profiles each configuration
-    (step_profile, alone on the GPU) and writes each compiled graph's
-    wrapper code beside args.out (<out>.<config>.<k>.py). Writes its record
-    to args.out."""
+    "fail_on_recompile"). Also compares, in this process, every
+    configuration's outputs and gradients with eager's (eager_problems)
+    and each memplan configuration's and default's with Inductor's own
+    pools'. With args.profile, then profiles each configuration
+    (step_profile, alone on the GPU); with args.profile or args.save_code
+    writes each compiled graph's wrapper code beside args.out (save_codes).
+    Writes its record to args.out."""
     gpu_lock = open(args.gpu_lock, "a+")
     fcntl.flock(gpu_lock, fcntl.LOCK_SH)  # before any GPU work
     import torch
@@ -1846,6 +1874,7 @@ def run_step_time_worker(args):
     params = [p for p in model.parameters() if p.requires_grad]
     step = stepper(torch, model, inputs, loss_of, params, training)
     fns, results = {}, {}
+    eager = step_results(torch, step(forward), params, training)
     compiled, restore = compiled_graphs(torch)
     graphs_of = {}
     for config in configs:
@@ -1872,10 +1901,8 @@ def run_step_time_worker(args):
                 hook_stats(hook, m, worker["problems"], f"{config}: ")
             fns[config] = fn
             graphs_of[config] = dict(compiled)
-            if args.profile:
-                for k, code in enumerate(wrapper_codes(compiled)):
-                    with open(f"{args.out}.{config}.{k}.py", "w") as f:
-                        f.write(code)
+            if args.profile or args.save_code:
+                save_codes(args.out, config, compiled)
         except Exception as error:  # reported; the others go on
             import traceback
             traceback.print_exc()
@@ -1883,6 +1910,10 @@ def run_step_time_worker(args):
             worker["problems"].append(f"{config}: {m['error']}")
         finally:
             release_config(torch, hook)
+    for config, ours in results.items():
+        worker["metrics"][config]["error_vs_eager"] = relative_error(
+            torch, ours, eager)
+    worker["problems"] += eager_problems(worker["metrics"], list(results))
     reference = results.get("inductor_pools")
     for config, ours in results.items():
         if reference is None or config == "inductor_pools":
@@ -1891,7 +1922,7 @@ def run_step_time_worker(args):
         m["bitwise_equal_to_inductor_pools"] = bitwise_equal(torch, ours,
                                                              reference)
         m["error_vs_inductor_pools"] = relative_error(torch, ours, reference)
-    del results, reference
+    del results, reference, eager
     restore()  # no timed step pays for the recording
 
     # Every worker of the wave compiled (or gone) before any times a step.
@@ -2014,8 +2045,14 @@ def run_worker(args):
         fn = torch.compile(forward, options=options_of(config),
                            dynamic=True if dynamic else None)
         torch.cuda.synchronize()
+        # --save-code: the graphs as they are first called (the patch
+        # undone before the measured step).
+        codes = compiled_graphs(torch) if args.save_code else None
         begin = time.time()
         out = step(fn)
+        if codes is not None:
+            codes[1]()
+            save_codes(args.out, config, codes[0])
         if args.entry_snapshots:
             # Allocation sites for the entry snapshots' allocated blocks
             # (allocation_site) and each graph's allocator_trace, from the

@@ -402,6 +402,22 @@ class CheckResultsTest(unittest.TestCase):
         self.assertNotIn("default did not run", problems[0])
 
 
+class EagerProblemsTest(unittest.TestCase):
+    """--step-time's workers check against eager as the memory runs do
+    (eager_problems, shared with check_results)."""
+
+    def test_names_each_configuration_past_the_bound(self):
+        metrics = {"default": {"error_vs_eager": 5.8e-7},
+                   "memplan_partition": {"error_vs_eager": 0.893},
+                   "memplan_combined": {"error_vs_eager": 1e-6},
+                   "default_again": {}}
+        problems = suite.eager_problems(metrics, list(metrics))
+        self.assertEqual(len(problems), 1)
+        self.assertTrue(problems[0].startswith("memplan_partition: "))
+        self.assertIn("0.893", problems[0])
+        self.assertIn("bound 0.01", problems[0])
+
+
 class CapturedRequestsTest(unittest.TestCase):
     """Each configuration's own request is captured where it differs."""
 
