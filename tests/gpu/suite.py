@@ -63,8 +63,9 @@ own: what the same code measures from slot to slot) runs a warm-up step,
 then the timed steps one step of each slot after another, the order
 rotated each round. It writes
 results.json and table.md (step times against default's, rows within
-noise) and checks, in that one process, memplan's outputs and gradients
-against Inductor's own pools'. With --profile it then profiles each
+noise) and checks, in that one process, every configuration's outputs
+and gradients against eager's and memplan's against Inductor's own
+pools'. With --profile it then profiles each
 configuration alone on the GPU (its kernels' GPU time and launches, the
 CPU and GPU time of its steps, the Python functions of most own time:
 step_profile) and keeps every compiled graph's wrapper code beside the
