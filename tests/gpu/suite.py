@@ -1729,9 +1729,9 @@ def compiled_graphs(torch):
 
 def save_codes(out, config, graphs):
     """Writes the wrapper code of each graph compiled_graphs recorded
-    (wrapper_codes) to OUT.CONFIG.K.py, `out` a worker's record (.json,
-    its suffix dropped), K the graph's place in call order."""
-    stem = out[:-len(".json")] if out.endswith(".json") else out
+    (wrapper_codes) to OUT.CONFIG.K.py, `out` a worker's record, its
+    suffix (.json) dropped, K the graph's place in call order."""
+    stem = os.path.splitext(out)[0]
     for k, code in enumerate(wrapper_codes(graphs)):
         with open(f"{stem}.{config}.{k}.py", "w") as f:
             f.write(code)
