@@ -3,8 +3,11 @@ of the GPU suite, in a process of its own, one after another, the
 generated wrapper code of every compiled graph and suite.step_profile's
 numbers over 40 steps: the median CPU time of the call beside the median
 GPU time (a launch-bound step has them close), the CUDA kernels' time and
-launches, cProfile's Python functions of most own time, and the Triton
-configuration each kernel's autotuner chose (triton_configs). (Processes
+launches, cProfile's Python functions of most own time, the Triton
+configuration each kernel's autotuner chose (triton_configs) and the
+compiled step's results against eager's in the same process
+(error_vs_eager, suite.relative_error), so that a process's error can be
+read beside its autotuner's choices. (Processes
 differ in CPU speed: to compare configurations, time them in one process,
 `run_suite.sh --step-time --profile`.)
 
@@ -38,11 +41,13 @@ def worker(model_name, mode, config, target, out):
     params = [p for p in model.parameters() if p.requires_grad]
     training = mode == "training"
     step = suite.stepper(torch, model, inputs, loss_of, params, training)
+    eager = suite.step_results(torch, step(forward), params, training)
 
     suite.apply_config(torch, hook, target, config, training)
     fn = torch.compile(forward, options=suite.options_of(config))
-    for _ in range(3):
+    for _ in range(2):
         step(fn)
+    compiled = suite.step_results(torch, step(fn), params, training)
     torch.cuda.synchronize()
     suite.release_config(torch, hook)
     restore()
@@ -56,6 +61,8 @@ def worker(model_name, mode, config, target, out):
     configs = {kernel: chosen for kernel, (chosen, _) in
                suite.kernel_configs(graphs).items()}
     print(json.dumps({"name": name, "graphs": len(codes), **profile,
+                      "error_vs_eager": suite.relative_error(
+                          torch, compiled, eager),
                       "triton_configs": configs}), flush=True)
 
 

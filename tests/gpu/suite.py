@@ -448,8 +448,12 @@ def eager_problems(metrics, configs):
     """A problem for each configuration of `metrics` (config -> numbers)
     whose error_vs_eager (relative_error against eager's results in its
     own process) is above EAGER_TOLERANCE or twice default's own error,
-    whichever is larger."""
+    whichever is larger; an infinite error (results of other shapes, or
+    NaNs: relative_error) is a problem in every configuration, default's
+    included, and widens no bound."""
     default_error = metrics.get("default", {}).get("error_vs_eager", 0.0)
+    if not math.isfinite(default_error):
+        default_error = 0.0
     bound = max(EAGER_TOLERANCE, 2 * default_error)
     problems = []
     for config in configs:
@@ -1363,7 +1367,10 @@ def relative_error(torch, actual, expected):
     """The relative L2 error of a step's results, {"outputs": [tensors],
     "gradients": [tensors]}: ||a - e|| / ||e|| over all outputs taken as
     one vector, likewise over all gradients, the larger of the two (inf
-    where the shapes differ)."""
+    where the shapes differ or either side holds a NaN or an infinity: a
+    NaN's difference would otherwise compare below every bound, and t5's
+    compiled step does return NaNs where its memory held them, docs/gpu.md
+    "Runs U6, P5, P6, R1 and R2")."""
     worst = 0.0
     for part in ("outputs", "gradients"):
         a, e = actual[part], expected[part]
@@ -1374,6 +1381,8 @@ def relative_error(torch, actual, expected):
         difference = sum(float((x - y).double().norm()) ** 2
                          for x, y in zip(a, e)) ** 0.5
         norm = sum(float(y.double().norm()) ** 2 for y in e) ** 0.5
+        if not (math.isfinite(difference) and math.isfinite(norm)):
+            return float("inf")
         worst = max(worst, difference / (norm or 1.0))
     return worst
 

@@ -417,6 +417,57 @@ class EagerProblemsTest(unittest.TestCase):
         self.assertIn("0.893", problems[0])
         self.assertIn("bound 0.01", problems[0])
 
+    def test_a_non_finite_error_is_a_problem_everywhere(self):
+        metrics = {"default": {"error_vs_eager": float("inf")},
+                   "memplan_partition": {"error_vs_eager": 0.5},
+                   "memplan_combined": {"error_vs_eager": 1e-6}}
+        problems = suite.eager_problems(metrics, list(metrics))
+        self.assertEqual([p.split(":")[0] for p in problems],
+                         ["default", "memplan_partition"])
+        self.assertIn("bound 0.01", problems[1])
+
+
+class RelativeErrorTest(unittest.TestCase):
+    """A NaN in a step's results is never within a bound (t5's compiled
+    step returned NaNs where its memory held them)."""
+
+    class Tensor:
+        """Just what relative_error uses of a tensor."""
+
+        def __init__(self, values):
+            self.values = list(values)
+            self.shape = (len(self.values),)
+
+        def __sub__(self, other):
+            return type(self)(a - b for a, b in zip(self.values, other.values))
+
+        def double(self):
+            return self
+
+        def norm(self):
+            return sum(v * v for v in self.values) ** 0.5
+
+    def results(self, *values):
+        return {"outputs": [self.Tensor(values)], "gradients": []}
+
+    def test_close_results_give_their_relative_error(self):
+        error = suite.relative_error(None, self.results(3.0, 4.0),
+                                     self.results(3.0, 4.5))
+        self.assertAlmostEqual(error, 0.5 / (3.0 ** 2 + 4.5 ** 2) ** 0.5)
+
+    def test_a_nan_gives_inf(self):
+        nan = float("nan")
+        self.assertEqual(suite.relative_error(
+            None, self.results(nan, 4.0), self.results(3.0, 4.0)),
+            float("inf"))
+        self.assertEqual(suite.relative_error(
+            None, self.results(3.0, 4.0), self.results(3.0, nan)),
+            float("inf"))
+
+    def test_other_shapes_give_inf(self):
+        self.assertEqual(suite.relative_error(
+            None, self.results(1.0), self.results(1.0, 2.0)), float("inf"))
+
 
 class CapturedRequestsTest(unittest.TestCase):
     """Each configuration's own request is captured where it differs."""
