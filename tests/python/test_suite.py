@@ -1,7 +1,8 @@
 """The GPU suite's tables and records (tests/gpu/suite.py), without a GPU:
 the --step-time rule for noise, its table's ratios and summary, how a
-step-time worker's record is merged, the output check against eager, and
-the allocator's actions a graph call records."""
+step-time worker's record is merged, the output check against eager, the
+allocator's actions a graph call records, and that every script of
+tests/gpu compiles (a GPU machine is the first to run most of them)."""
 import json
 import os
 import sys
@@ -13,6 +14,20 @@ from unittest import mock
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "gpu"))
 import suite  # noqa: E402
+
+
+GPU_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                       "gpu")
+
+
+class GpuScriptsCompileTest(unittest.TestCase):
+    def test_every_script_compiles(self):
+        scripts = sorted(f for f in os.listdir(GPU_DIR) if f.endswith(".py"))
+        self.assertIn("uninitialized_reads.py", scripts)
+        self.assertIn("training_reservations.py", scripts)
+        for script in scripts:
+            with open(os.path.join(GPU_DIR, script)) as f:
+                compile(f.read(), script, "exec")  # SyntaxError fails
 
 
 def row(model, default, control, partition, problems=()):

@@ -32,5 +32,7 @@ cp "$here/compile_with_memplan.py" "$here/gpu_run.sh" \
   "$here/check_workspaces.py" "$out/"
 cp "$here/../../../tests/gpu/suite.py" "$here/../../../tests/gpu/run_suite.sh" \
   "$here/../../../tests/gpu/step_profile.py" \
+  "$here/../../../tests/gpu/uninitialized_reads.py" \
+  "$here/../../../tests/gpu/training_reservations.py" \
   "$out/gpu/"
 du -sh "$out"

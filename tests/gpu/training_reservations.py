@@ -1,0 +1,133 @@
+"""Would one segment reserved at a training step's start lower the step's
+peak reserved, in a loop with and without an optimizer? For each (model,
+configuration) of the GPU suite, in training, all in parallel processes:
+the suite's one-step measurement (suite.py's memory worker: after
+empty_cache, the gradients then set to None; peak allocated and peak
+reserved above the bytes in use at the start, and the segments the step
+adds), each after three steps of a loop in its steady state, with a
+reservation of R bytes at each step's start (torch.empty(R) freed at
+once, after the gradients are set to None: the forward graph's entry, as
+the hook runs an inference graph's reservation), for R = 0 and fractions
+of the step's peak allocated (FRACTIONS, rounded down to 2 MiB); and the
+same with an optimizer's step after the backward (Adam; SGD with
+momentum), whose state, allocated at its first step, stays between steps
+(docs/gpu.md, "Runs U6, W5, V12, P5, P6, R1 and R2").
+
+    CARRY=DIR python3 DIR/gpu/training_reservations.py OUT MODELS CONFIGS
+
+DIR is a folder client/python/examples/stage_device.sh made (PYTHONPATH
+as gpu/run_suite.sh sets it); MODELS and CONFIGS are comma lists of
+tests/gpu/suite.py's names. Prints one JSON line per (model,
+configuration), MiB; OUT gets the server's log.
+"""
+import gc
+import json
+import os
+import subprocess
+import sys
+
+carry = os.environ["CARRY"]
+sys.path.insert(0, os.path.join(carry, "gpu"))
+import suite  # noqa: E402
+
+MIB = 2**20
+FRACTIONS = (0.95, 0.8)
+OPTIMIZERS = (None, "adam", "sgd")
+
+
+def worker(model_name, config, target):
+    import torch
+    import memplan.inductor as hook
+    torch._inductor.config.fx_graph_cache = False
+    model, inputs, loss_of, forward, _ = suite.build(torch, model_name,
+                                                     "training")
+    params = [p for p in model.parameters() if p.requires_grad]
+    suite.apply_config(torch, hook, target, config, True)
+    fn = torch.compile(forward, options=suite.options_of(config))
+    loop = {"reserve": 0, "optimizer": None}
+
+    def step():
+        for p in params:
+            p.grad = None
+        if loop["reserve"]:
+            reserved = torch.empty(loop["reserve"], dtype=torch.uint8,
+                                   device="cuda")
+            del reserved
+        out = fn(model, **inputs)
+        loss_of(out).backward()
+        if loop["optimizer"] is not None:
+            loop["optimizer"].step()
+        return out
+
+    for _ in range(3):
+        step()
+    suite.release_config(torch, hook)
+
+    def measure(reserve, optimizer):
+        loop.update(reserve=reserve, optimizer=None)
+        for p in params:
+            p.grad = None
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()  # the previous trial's segments
+        if optimizer == "adam":
+            loop["optimizer"] = torch.optim.Adam(params, lr=1e-6)
+        elif optimizer == "sgd":
+            loop["optimizer"] = torch.optim.SGD(params, lr=1e-6,
+                                                momentum=0.9)
+        for _ in range(3):
+            out = step()
+        del out
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        for p in params:
+            p.grad = None
+        start = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        segments = torch.cuda.memory_stats().get("segment.all.allocated", 0)
+        out = step()
+        torch.cuda.synchronize()
+        row = {"optimizer": optimizer, "reserve": reserve / MIB,
+               "peak_allocated": (torch.cuda.max_memory_allocated()
+                                  - start) / MIB,
+               "peak_reserved_over_live": (torch.cuda.max_memory_reserved()
+                                           - start) / MIB,
+               "segments_added": torch.cuda.memory_stats().get(
+                   "segment.all.allocated", 0) - segments}
+        del out
+        return row
+
+    rows = [measure(0, None)]
+    peak = rows[0]["peak_allocated"] * MIB
+    for optimizer in OPTIMIZERS:
+        for fraction in (0.0,) + FRACTIONS:
+            size = int(peak * fraction) // (2 * MIB) * (2 * MIB)
+            rows.append(measure(size, optimizer))
+    print(json.dumps({"name": f"{model_name}.training.{config}",
+                      "rows": rows}), flush=True)
+
+
+def main():
+    if sys.argv[1] == "--worker":
+        worker(*sys.argv[2:])
+        return
+    out, models, configs = sys.argv[1:4]
+    os.makedirs(out, exist_ok=True)
+    server = suite.Server(os.path.join(carry, "bin/memplan-server"),
+                          os.path.join(carry, "lib"),
+                          os.path.join(out, "server.log"))
+    try:
+        workers = [subprocess.Popen([sys.executable, __file__, "--worker",
+                                     model, config, server.target],
+                                    env=dict(os.environ, CARRY=carry))
+                   for model in models.split(",")
+                   for config in configs.split(",")]
+        for w in workers:
+            w.wait()
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
