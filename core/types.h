@@ -196,8 +196,9 @@ struct Problem {
   // segments than the stats predict). For graphs outside a training step
   // (inference): a training forward starts from the previous step's
   // cached segments, which persistent tensors allocated between steps
-  // (an optimizer's state) may split, so that a reservation there could
-  // take a segment of its own every step.
+  // (an optimizer's state) may split, so that a reservation there takes a
+  // second segment (up to +53% reserved with Adam or SGD with momentum on
+  // the GPU suite, docs/gpu.md "Runs U6, W5, V12, P5, P6, R1 and R2").
   bool reserve_segments = false;
 
   // Returns the alignment buffer `index` must have: the larger of the

@@ -1338,7 +1338,10 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       costs one allocation per device and call, and the service names one
       only where its allocator model reserves less with it. Training
       graphs never get one (a training step starts from the previous
-      step's cached segments, which an optimizer's state may split).
+      step's cached segments, which an optimizer's state splits: measured,
+      a reservation at the step's start then takes a second segment, up
+      to +53% reserved with Adam or SGD with momentum, docs/gpu.md "Runs
+      U6, W5, V12, P5, P6, R1 and R2").
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
