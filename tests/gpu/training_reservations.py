@@ -1,17 +1,27 @@
 """Would one segment reserved at a training step's start lower the step's
-peak reserved, in a loop with and without an optimizer? For each (model,
+peak reserved, in a loop with and without an optimizer, and with the
+compiled graphs allocating from a private pool? For each (model,
 configuration) of the GPU suite, in training, all in parallel processes:
 the suite's one-step measurement (suite.py's memory worker: after
 empty_cache, the gradients then set to None; peak allocated and peak
 reserved above the bytes in use at the start, and the segments the step
 adds), each after three steps of a loop in its steady state, with a
-reservation of R bytes at each step's start (torch.empty(R) freed at
-once, after the gradients are set to None: the forward graph's entry, as
-the hook runs an inference graph's reservation), for R = 0 and fractions
+reservation of R bytes at the forward graph's entry (torch.empty(R)
+freed at once, as the hook runs an inference graph's reservation), for
+R = 0 and fractions
 of the step's peak allocated (FRACTIONS, rounded down to 2 MiB); and the
 same with an optimizer's step after the backward (Adam; SGD with
 momentum), whose state, allocated at its first step, stays between steps
-(docs/gpu.md, "Runs U6, W5, V12, P5, P6, R1 and R2").
+(docs/gpu.md, "Runs U6, W5, V12, P5, P6, R1 and R2"). Each of these once
+as torch.compile runs the graphs and once (POOLS: "private") with every
+compiled graph's call, forward and backward, inside
+torch.cuda.use_mem_pool of one torch.cuda.MemPool, the reservation in it:
+the graphs' activations, workspaces and gradients then come from a pool
+that an optimizer's state, allocated outside the graphs, cannot split
+(use_mem_pool routes the calling thread's allocations, and each graph's
+call is entered on its own thread: the backward's on autograd's). Rows
+with POOLS "private" were not run on a GPU before this script was
+committed.
 
     CARRY=DIR python3 DIR/gpu/training_reservations.py OUT MODELS CONFIGS
 
@@ -33,26 +43,44 @@ import suite  # noqa: E402
 MIB = 2**20
 FRACTIONS = (0.95, 0.8)
 OPTIMIZERS = (None, "adam", "sgd")
+POOLS = ("default", "private")
 
 
 def worker(model_name, config, target):
     import torch
     import memplan.inductor as hook
     torch._inductor.config.fx_graph_cache = False
+    from torch._inductor.output_code import CompiledFxGraph
     model, inputs, loss_of, forward, _ = suite.build(torch, model_name,
                                                      "training")
     params = [p for p in model.parameters() if p.requires_grad]
     suite.apply_config(torch, hook, target, config, True)
     fn = torch.compile(forward, options=suite.options_of(config))
-    loop = {"reserve": 0, "optimizer": None}
+    loop = {"reserve": 0, "optimizer": None, "pool": None}
+    original = CompiledFxGraph.__call__
+
+    def reserve():
+        reserved = torch.empty(loop["reserve"], dtype=torch.uint8,
+                               device="cuda")
+        del reserved
+
+    def call(graph, graph_inputs):
+        forward_entry = (loop["reserve"] and suite.graph_identity(graph)[
+            "phase"] == "forward")
+        if loop["pool"] is None:
+            if forward_entry:
+                reserve()
+            return original(graph, graph_inputs)
+        with torch.cuda.use_mem_pool(loop["pool"]):
+            if forward_entry:
+                reserve()
+            return original(graph, graph_inputs)
+
+    CompiledFxGraph.__call__ = call
 
     def step():
         for p in params:
             p.grad = None
-        if loop["reserve"]:
-            reserved = torch.empty(loop["reserve"], dtype=torch.uint8,
-                                   device="cuda")
-            del reserved
         out = fn(model, **inputs)
         loss_of(out).backward()
         if loop["optimizer"] is not None:
@@ -63,13 +91,15 @@ def worker(model_name, config, target):
         step()
     suite.release_config(torch, hook)
 
-    def measure(reserve, optimizer):
-        loop.update(reserve=reserve, optimizer=None)
+    def measure(reserve, optimizer, pool):
+        loop.update(reserve=reserve, optimizer=None, pool=None)
         for p in params:
             p.grad = None
         gc.collect()
         torch.cuda.synchronize()
         torch.cuda.empty_cache()  # the previous trial's segments
+        if pool == "private":
+            loop["pool"] = torch.cuda.MemPool()
         if optimizer == "adam":
             loop["optimizer"] = torch.optim.Adam(params, lr=1e-6)
         elif optimizer == "sgd":
@@ -88,22 +118,32 @@ def worker(model_name, config, target):
         segments = torch.cuda.memory_stats().get("segment.all.allocated", 0)
         out = step()
         torch.cuda.synchronize()
-        row = {"optimizer": optimizer, "reserve": reserve / MIB,
+        row = {"pool": pool, "optimizer": optimizer, "reserve": reserve / MIB,
                "peak_allocated": (torch.cuda.max_memory_allocated()
                                   - start) / MIB,
                "peak_reserved_over_live": (torch.cuda.max_memory_reserved()
                                            - start) / MIB,
                "segments_added": torch.cuda.memory_stats().get(
                    "segment.all.allocated", 0) - segments}
+        # The trial's tensors dropped, then its pool (a MemPool's segments
+        # return to the device once it is gone and the cache is emptied).
+        for p in params:
+            p.grad = None
         del out
+        loop.update(optimizer=None, pool=None)
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
         return row
 
-    rows = [measure(0, None)]
+    rows = [measure(0, None, "default")]
     peak = rows[0]["peak_allocated"] * MIB
-    for optimizer in OPTIMIZERS:
-        for fraction in (0.0,) + FRACTIONS:
-            size = int(peak * fraction) // (2 * MIB) * (2 * MIB)
-            rows.append(measure(size, optimizer))
+    for pool in POOLS:
+        for optimizer in OPTIMIZERS:
+            for fraction in (0.0,) + FRACTIONS:
+                size = int(peak * fraction) // (2 * MIB) * (2 * MIB)
+                rows.append(measure(size, optimizer, pool))
+    CompiledFxGraph.__call__ = original
     print(json.dumps({"name": f"{model_name}.training.{config}",
                       "rows": rows}), flush=True)
 
