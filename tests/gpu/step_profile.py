@@ -21,7 +21,6 @@ configuration (docs/gpu.md, "Step time").
 """
 import json
 import os
-import subprocess
 import sys
 
 carry = os.environ["CARRY"]
@@ -31,7 +30,7 @@ import suite  # noqa: E402
 STEPS = 40  # steps timed, then as many profiled
 
 
-def worker(model_name, mode, config, target, out):
+def worker(model_name, mode, config, out, target):
     import torch
     import memplan.inductor as hook
     torch._inductor.config.fx_graph_cache = False
@@ -71,19 +70,9 @@ def main():
         worker(*sys.argv[2:])
         return
     out, models, modes, configs = sys.argv[1:5]
-    os.makedirs(out, exist_ok=True)
-    server = suite.Server(os.path.join(carry, "bin/memplan-server"),
-                          os.path.join(carry, "lib"),
-                          os.path.join(out, "server.log"))
-    try:
-        for model in models.split(","):
-            for mode in modes.split(","):
-                for config in configs.split(","):
-                    subprocess.run([sys.executable, __file__, "--worker",
-                                    model, mode, config, server.target, out],
-                                   env=dict(os.environ, CARRY=carry))
-    finally:
-        server.stop()
+    suite.run_tool_workers(__file__, carry, out, [
+        [model, mode, config, out] for model in models.split(",")
+        for mode in modes.split(",") for config in configs.split(",")])
 
 
 if __name__ == "__main__":

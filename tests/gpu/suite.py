@@ -259,6 +259,34 @@ class Server:
         self.log.close()
 
 
+def run_tool_workers(script, carry, out, worker_args, parallel=False):
+    """The driver of a GPU tool (step_profile.py, uninitialized_reads.py,
+    training_reservations.py): a memplan-server from the staged folder
+    `carry` (its log OUT/server.log), then `script --worker ARGS TARGET`
+    for each ARGS of `worker_args` (lists of strings; TARGET the server's
+    address), each a process of its own with CARRY set: one after another,
+    or with `parallel` all at once. Returns when every worker has exited;
+    the server is stopped whatever happens."""
+    os.makedirs(out, exist_ok=True)
+    server = Server(os.path.join(carry, "bin/memplan-server"),
+                    os.path.join(carry, "lib"),
+                    os.path.join(out, "server.log"))
+    env = dict(os.environ, CARRY=carry)
+    try:
+        workers = []
+        for args in worker_args:
+            command = [sys.executable, script, "--worker", *args,
+                       server.target]
+            if parallel:
+                workers.append(subprocess.Popen(command, env=env))
+            else:
+                subprocess.run(command, env=env)
+        for worker in workers:
+            worker.wait()
+    finally:
+        server.stop()
+
+
 def gpu_count():
     out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
     return max(1, len([l for l in out.stdout.splitlines() if l.strip()]))

@@ -30,10 +30,10 @@ as gpu/run_suite.sh sets it); MODELS and CONFIGS are comma lists of
 tests/gpu/suite.py's names. Prints one JSON line per (model,
 configuration), MiB; OUT gets the server's log.
 """
+import contextlib
 import gc
 import json
 import os
-import subprocess
 import sys
 
 carry = os.environ["CARRY"]
@@ -65,14 +65,11 @@ def worker(model_name, config, target):
         del reserved
 
     def call(graph, graph_inputs):
-        forward_entry = (loop["reserve"] and suite.graph_identity(graph)[
-            "phase"] == "forward")
-        if loop["pool"] is None:
-            if forward_entry:
-                reserve()
-            return original(graph, graph_inputs)
-        with torch.cuda.use_mem_pool(loop["pool"]):
-            if forward_entry:
+        pool = loop["pool"]
+        with (torch.cuda.use_mem_pool(pool) if pool is not None
+              else contextlib.nullcontext()):
+            if loop["reserve"] and suite.graph_identity(graph)[
+                    "phase"] == "forward":
                 reserve()
             return original(graph, graph_inputs)
 
@@ -91,8 +88,8 @@ def worker(model_name, config, target):
         step()
     suite.release_config(torch, hook)
 
-    def measure(reserve, optimizer, pool):
-        loop.update(reserve=reserve, optimizer=None, pool=None)
+    def measure(size, optimizer, pool):
+        loop.update(reserve=size, optimizer=None, pool=None)
         for p in params:
             p.grad = None
         gc.collect()
@@ -118,7 +115,7 @@ def worker(model_name, config, target):
         segments = torch.cuda.memory_stats().get("segment.all.allocated", 0)
         out = step()
         torch.cuda.synchronize()
-        row = {"pool": pool, "optimizer": optimizer, "reserve": reserve / MIB,
+        row = {"pool": pool, "optimizer": optimizer, "reserve": size / MIB,
                "peak_allocated": (torch.cuda.max_memory_allocated()
                                   - start) / MIB,
                "peak_reserved_over_live": (torch.cuda.max_memory_reserved()
@@ -153,20 +150,9 @@ def main():
         worker(*sys.argv[2:])
         return
     out, models, configs = sys.argv[1:4]
-    os.makedirs(out, exist_ok=True)
-    server = suite.Server(os.path.join(carry, "bin/memplan-server"),
-                          os.path.join(carry, "lib"),
-                          os.path.join(out, "server.log"))
-    try:
-        workers = [subprocess.Popen([sys.executable, __file__, "--worker",
-                                     model, config, server.target],
-                                    env=dict(os.environ, CARRY=carry))
-                   for model in models.split(",")
-                   for config in configs.split(",")]
-        for w in workers:
-            w.wait()
-    finally:
-        server.stop()
+    suite.run_tool_workers(__file__, carry, out, [
+        [model, config] for model in models.split(",")
+        for config in configs.split(",")], parallel=True)
 
 
 if __name__ == "__main__":

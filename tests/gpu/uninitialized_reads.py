@@ -21,7 +21,6 @@ log.
 """
 import json
 import os
-import subprocess
 import sys
 
 carry = os.environ["CARRY"]
@@ -64,26 +63,26 @@ def worker(model_name, mode, config, target):
 
     record = {"name": f"{model_name}.{mode}.{config}", "fills": FILLS}
     eager = results(forward)
-    record["eager"] = []
-    for value in FILLS:
-        fill_free_memory(torch, value)
-        r = results(forward)
-        record["eager"].append([suite.relative_error(torch, r, eager),
-                                has_nan(r)])
+
+    def against_eager(fn):
+        r = results(fn)
+        return [suite.relative_error(torch, r, eager), has_nan(r)]
+
+    def after_fills(fn):
+        checks = []
+        for value in FILLS:
+            fill_free_memory(torch, value)
+            checks.append(against_eager(fn))
+        return checks
+
+    record["eager"] = after_fills(forward)
     suite.apply_config(torch, hook, target, config, training)
     fn = torch.compile(forward, options=suite.options_of(config))
     for _ in range(3):
         step(fn)
     suite.release_config(torch, hook)
-    r = results(fn)
-    record["compiled_unfilled"] = [suite.relative_error(torch, r, eager),
-                                   has_nan(r)]
-    record["compiled"] = []
-    for value in FILLS:
-        fill_free_memory(torch, value)
-        r = results(fn)
-        record["compiled"].append([suite.relative_error(torch, r, eager),
-                                   has_nan(r)])
+    record["compiled_unfilled"] = against_eager(fn)
+    record["compiled"] = after_fills(fn)
     print(json.dumps(record), flush=True)
 
 
@@ -93,18 +92,9 @@ def main():
         return
     out, models, configs = sys.argv[1:4]
     mode = sys.argv[4] if len(sys.argv) > 4 else "inference"
-    os.makedirs(out, exist_ok=True)
-    server = suite.Server(os.path.join(carry, "bin/memplan-server"),
-                          os.path.join(carry, "lib"),
-                          os.path.join(out, "server.log"))
-    try:
-        for model in models.split(","):
-            for config in configs.split(","):
-                subprocess.run([sys.executable, __file__, "--worker", model,
-                                mode, config, server.target],
-                               env=dict(os.environ, CARRY=carry))
-    finally:
-        server.stop()
+    suite.run_tool_workers(__file__, carry, out, [
+        [model, mode, config] for model in models.split(",")
+        for config in configs.split(",")])
 
 
 if __name__ == "__main__":

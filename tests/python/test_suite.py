@@ -30,6 +30,42 @@ class GpuScriptsCompileTest(unittest.TestCase):
                 compile(f.read(), script, "exec")  # SyntaxError fails
 
 
+class RunToolWorkersTest(unittest.TestCase):
+    """The GPU tools' shared driver: one server, a worker per argument
+    list with the server's address last, the server stopped after."""
+
+    def test_runs_each_worker_with_the_target_then_stops_the_server(self):
+        server = mock.Mock(target="127.0.0.1:5")
+        with tempfile.TemporaryDirectory() as out, \
+                mock.patch.object(suite, "Server", return_value=server), \
+                mock.patch.object(suite.subprocess, "run") as run, \
+                mock.patch.object(suite.subprocess, "Popen") as popen:
+            suite.run_tool_workers("tool.py", "/carry", out,
+                                   [["a", "x"], ["b", "y"]])
+            self.assertEqual(
+                [c.args[0][1:] for c in run.call_args_list],
+                [["tool.py", "--worker", "a", "x", "127.0.0.1:5"],
+                 ["tool.py", "--worker", "b", "y", "127.0.0.1:5"]])
+            self.assertEqual(run.call_args.kwargs["env"]["CARRY"], "/carry")
+            popen.assert_not_called()
+            suite.run_tool_workers("tool.py", "/carry", out, [["c"]],
+                                   parallel=True)
+            self.assertEqual(popen.call_args.args[0][1:],
+                             ["tool.py", "--worker", "c", "127.0.0.1:5"])
+            popen.return_value.wait.assert_called_once()
+        self.assertEqual(server.stop.call_count, 2)
+
+    def test_stops_the_server_when_a_worker_fails_to_start(self):
+        server = mock.Mock(target="t")
+        with tempfile.TemporaryDirectory() as out, \
+                mock.patch.object(suite, "Server", return_value=server), \
+                mock.patch.object(suite.subprocess, "run",
+                                  side_effect=OSError("no python")):
+            with self.assertRaises(OSError):
+                suite.run_tool_workers("tool.py", "/carry", out, [["a"]])
+        server.stop.assert_called_once()
+
+
 def row(model, default, control, partition, problems=()):
     configs = {"default": {"step_ms": default},
                suite.CONTROL: {"step_ms": control},
