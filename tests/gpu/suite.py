@@ -1398,7 +1398,7 @@ def relative_error(torch, actual, expected):
     where the shapes differ or either side holds a NaN or an infinity: a
     NaN's difference would otherwise compare below every bound, and t5's
     compiled step does return NaNs where its memory held them, docs/gpu.md
-    "Runs U6, P5, P6, R1 and R2")."""
+    "Runs U6, W5, V12, P5, P6, R1 and R2")."""
     worst = 0.0
     for part in ("outputs", "gradients"):
         a, e = actual[part], expected[part]
