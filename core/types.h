@@ -198,8 +198,28 @@ struct Problem {
   // cached segments, which persistent tensors allocated between steps
   // (an optimizer's state) may split, so that a reservation there takes a
   // second segment (up to +53% reserved with Adam or SGD with momentum on
-  // the GPU suite, docs/gpu.md "Runs U6, W5, V12, P5, P6, R1 and R2").
+  // the GPU suite, docs/gpu.md "Runs U6, W5, V12, P5, P6, R1 and R2"),
+  // unless the step's graphs run in a private pool (private_pool below).
   bool reserve_segments = false;
+  // The caller runs the graph, and every other compiled graph of its
+  // training step, in a private pool of the caching allocator that only
+  // those graphs allocate from (torch.cuda.MemPool, entered around each
+  // graph's call): tensors allocated between the steps (an optimizer's
+  // state, the loss) cannot split its segments, and the pool's segments
+  // are those the step's graphs left. With reserve_segments, strategy
+  // "partition" then reserves, for a graph not judged by its step (a
+  // training forward), its predicted peak per device rounded down to 2 MiB
+  // (at least 10 MiB), where the allocator model's start state (the
+  // default pool's cached blocks) says nothing about the private pool: one
+  // segment that the forward's pools, extern outputs and saved activations
+  // split and the backward reuses, found free again at the next step's
+  // forward (measured on the GPU suite's CNN training rows with and
+  // without Adam and SGD with momentum: docs/gpu.md "Run R3"; on its
+  // transformer rows up to 1.89x default's reserved, where work outside
+  // the compiled graphs and outputs held into the next step cannot share
+  // the pool: "Runs T1, U7, W6 and V13 to V15"). Plans of other graphs
+  // are as without it.
+  bool private_pool = false;
 
   // Returns the alignment buffer `index` must have: the larger of the
   // problem's and its own, in bytes.

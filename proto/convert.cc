@@ -400,6 +400,7 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
                                 : options.allocator_block_bytes();
   problem.outputs_released_together = options.outputs_released_together();
   problem.reserve_segments = options.reserve_segments();
+  problem.private_pool = options.private_pool();
   problem.cached_blocks.reserve(request.cached_blocks_size());
   for (int i = 0; i < request.cached_blocks_size(); ++i) {
     const v1::CachedBlock& wire = request.cached_blocks(i);
@@ -705,6 +706,7 @@ v1::PlanMemoryRequest ProblemToRequest(const Problem& problem,
   options->set_capacity_bytes(problem.capacity);
   options->set_outputs_released_together(problem.outputs_released_together);
   options->set_reserve_segments(problem.reserve_segments);
+  options->set_private_pool(problem.private_pool);
   return request;
 }
 

@@ -106,7 +106,8 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
   encoder.I64(absl::ToInt64Nanoseconds(time_budget));
   encoder.I64(problem.allocator_block);
   encoder.U8((problem.outputs_released_together ? 1 : 0) |
-             (problem.reserve_segments ? 2 : 0));
+             (problem.reserve_segments ? 2 : 0) |
+             (problem.private_pool ? 4 : 0));
   encoder.U64(problem.buffers.size());
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const Buffer& buffer = problem.buffers[i];

@@ -869,9 +869,27 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     // previous call's outputs, split from the reserved segment, still held
     // as the next call reserves) than the candidate without it, nor than
     // default torch.compile's storages (the baseline) in that loop; the
-    // candidate is then judged by those reserved bytes.
+    // candidate is then judged by those reserved bytes. In a private pool
+    // (Problem::private_pool), whose start the model does not know (its
+    // cached blocks are the default pool's, and the pool holds what the
+    // step's graphs left), the reservation is the candidate's peak rounded
+    // down to 2 MiB, unjudged: the step's graphs split it and the next
+    // step finds it free (docs/gpu.md "Run R3").
     std::vector<Bytes> reservation(candidates.size(), 0);
-    if (reserve && !by_step) {
+    if (reserve && !by_step && problem.private_pool) {
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        if (!near_peak(*candidates[c])) continue;
+        const std::vector<Bytes> sizes =
+            ReservationSizes(candidates[c]->peak());
+        if (sizes.empty()) continue;
+        if (absl::Status status = context.Check(); !status.ok()) return status;
+        std::vector<int32_t> kept;
+        DeviceMemory memory = candidates[c]->Memory(unplanned, {}, kept);
+        memory.blocks.push_back(ReservationBlock(memory.blocks, sizes[0]));
+        reserved[c] = ReplayCachingAllocator(memory).stats.reserved;
+        reservation[c] = sizes[0];
+      }
+    } else if (reserve && !by_step) {
       Bytes baseline_loop = std::numeric_limits<Bytes>::max();
       if (baseline != nullptr) {
         baseline_loop =

@@ -111,6 +111,14 @@
 // model's error (swin_t's inference graph: 15 pools and 162 MiB reserved
 // against 11 pools and 218 MiB, docs/gpu.md "Pools capped for a
 // reservation"): reserved bytes are memory, pools only allocator calls.
+// In a private pool (Problem::private_pool: a training step's graphs in a
+// torch.cuda.MemPool of their own, whose state at the entry the model
+// does not know), a candidate within the slack reserves its peak rounded
+// down to 2 MiB (none below 10 MiB), unjudged: the forward's pools, extern
+// outputs and saved activations split that one segment, the backward
+// reuses it and the next step's forward finds it free (docs/gpu.md "Run
+// R3"; the judged sizes above compare against the default pool's cached
+// blocks, which are not the private pool's).
 //
 // Pool modes `intermediates` and `none`: each output keeps a pool of its
 // own (the caller frees outputs independently, as both modes require); a

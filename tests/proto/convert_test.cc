@@ -820,11 +820,14 @@ TEST(PlanToResponseTest, PlannerAndProofComeFromThePlan) {
 TEST(PlanToResponseTest, SegmentReservationsComeThroughBothWays) {
   v1::PlanMemoryRequest request = SmallRequest();
   request.mutable_options()->set_reserve_segments(true);
+  request.mutable_options()->set_private_pool(true);
   const Problem problem = RequestToProblem(request).value();
   EXPECT_TRUE(problem.reserve_segments);
-  EXPECT_TRUE(ProblemToRequest(problem, v1::STRATEGY_AUTO)
-                  .options()
-                  .reserve_segments());
+  EXPECT_TRUE(problem.private_pool);
+  const v1::PlanOptions options =
+      ProblemToRequest(problem, v1::STRATEGY_AUTO).options();
+  EXPECT_TRUE(options.reserve_segments());
+  EXPECT_TRUE(options.private_pool());
   Plan plan = SmallPlan();
   const v1::PlanMemoryResponse without =
       PlanToResponse(problem, plan, ResponseInfo()).value();

@@ -215,6 +215,8 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
           {"capacity", [](Problem& p) { p.capacity = 1024; }},
           {"outputs_released_together",
            [](Problem& p) { p.outputs_released_together = true; }},
+          {"reserve_segments", [](Problem& p) { p.reserve_segments = true; }},
+          {"private_pool", [](Problem& p) { p.private_pool = true; }},
           {"buffer alignment",
            [](Problem& p) { p.buffers[1].alignment = 128; }},
           {"fixed_offset", [](Problem& p) { p.buffers[1].fixed_offset = 256; }},

@@ -139,6 +139,45 @@ TEST(PartitionPlannerTest, ASegmentReservationServesPoolsOfGrowingSizes) {
       PlanAndValidate(PartitionPlanner(), problem).reservations.empty());
 }
 
+//   a (30 MiB) [0, 10) beside e (extern, 13 MiB and 4 KiB, which the
+//   caching allocator rounds up to 14 MiB) [2, 6), then the output o
+//   (20 MiB) [11, 20): the peak is 44 MiB at 2. In a private pool
+//   (Problem::private_pool: the graph a training forward whose step's
+//   graphs alone allocate from the pool, which the model's start does not
+//   describe) the reservation is that peak rounded down to 2 MiB,
+//   unjudged, at the same predicted peak; a peak under 10 MiB gets none,
+//   and without reserve_segments nothing is reserved.
+TEST(PartitionPlannerTest, APrivatePoolReservesTheForwardsPeak) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  Problem problem =
+      WholeGraph({MakeBuffer("a", 30 * kMiB, 0, 10),
+                  MakeBuffer("o", 20 * kMiB, 11, 20, /*is_output=*/true)},
+                 {{"e", 13 * kMiB + 4096, "cuda:0", {2, 6}, false}});
+  problem.allocator_block = CachingAllocatorModel::kMinBlockSize;
+  problem.private_pool = true;
+  EXPECT_TRUE(
+      PlanAndValidate(PartitionPlanner(), problem).reservations.empty());
+
+  problem.reserve_segments = true;
+  problem.private_pool = false;
+  const Plan judged = PlanAndValidate(PartitionPlanner(), problem);
+  const DevicePeaks before = PeaksOf(problem, judged);
+  EXPECT_EQ(before.predicted, 44 * kMiB);
+
+  problem.private_pool = true;
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(plan.reservations.size(), 1u);
+  EXPECT_EQ(plan.reservations[0].device, "cuda:0");
+  EXPECT_EQ(plan.reservations[0].size, 44 * kMiB);
+  EXPECT_EQ(PeaksOf(problem, plan).predicted, before.predicted);
+
+  problem.buffers[0].size = 4 * kMiB;
+  problem.buffers[1].size = 2 * kMiB;
+  problem.unplanned[0].size = 2 * kMiB;
+  EXPECT_TRUE(
+      PlanAndValidate(PartitionPlanner(), problem).reservations.empty());
+}
+
 //   a (600) [0, 2), then b (400) beside e (500) [2, 4). In a's pool, b
 //   holds 600 bytes beside e: 1100 at 2, above the 900 of one pool per
 //   buffer, so two pools. With 1000 bytes of an input freed at 1, a's
