@@ -9,6 +9,7 @@ fallback), not Inductor. The test that needs torch is skipped without it;
 the real compile runs in client/python/examples/compile_with_memplan.py.
 """
 
+import contextlib
 import inspect
 import types
 import unittest
@@ -1531,6 +1532,129 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual(plain, [*hook.reservation_lines(response), *lines])
         self.assertEqual(hook.with_reservations(
             lines, pb.PlanMemoryResponse(), Wrapper()), lines)
+
+    def test_training_graphs_ask_for_a_private_pool(self):
+        # install(private_pool=True), opt-in: a training graph's
+        # request says PlanOptions.private_pool, a training forward's asks
+        # for reservations (with reserve_segments) and carries no cached
+        # blocks of the default pool; inference graphs are as without it.
+        self.assertIs(inspect.signature(hook.install)
+                      .parameters["private_pool"].default, False)
+        cached = [pb.CachedBlock(device="cuda:0", size_bytes=512)]
+        for phase, private, reserve, asked_private, asked_reserve, sent in (
+                ("forward", True, True, True, True, False),
+                ("forward", True, False, True, False, False),
+                ("forward", False, True, False, False, True),
+                ("backward", True, True, True, False, False),
+                ("inference", True, True, False, True, True)):
+            with self.subTest(phase=phase, private=private, reserve=reserve):
+                lines, mp = graph_of_phase(phase)
+                hook._install_on(mp, self.client, "auto", None, "events",
+                                 training=True, reserve_segments=reserve,
+                                 private_pool=private)
+                with mock.patch.object(hook, "_entry_cache",
+                                       return_value=cached):
+                    planned = mp.MemoryPlanner().plan(lines)
+                record = hook.stats()["graphs"][-1]
+                self.assertEqual(record["source"], "service")
+                options = record["request"].options
+                self.assertEqual(options.private_pool, asked_private)
+                self.assertEqual(options.reserve_segments, asked_reserve)
+                self.assertEqual(len(record["request"].cached_blocks),
+                                 1 if sent else 0)
+                # The graph's code enters the pool first and leaves it last.
+                entered = planned[0] == (
+                    "from memplan.inductor import enter_private_pool as "
+                    "memplan_enter_private_pool; memplan_pool_route = "
+                    "memplan_enter_private_pool((0,))")
+                self.assertEqual(entered, asked_private)
+                self.assertEqual(
+                    planned[-1] == "memplan_pool_route.close(); "
+                    "del memplan_pool_route", asked_private)
+                hook.uninstall()
+
+    def test_graphs_under_cuda_graphs_get_no_private_pool(self):
+        # torch.compile(mode="reduce-overhead") patches Inductor's
+        # config.triton.cudagraphs in: cudagraph trees allocate the graph's
+        # memory from their own pool and check its outputs are there, so
+        # the request asks for no private pool and the code enters none.
+        lines, mp = graph_of_phase("forward")
+        mp.config.triton = types.SimpleNamespace(cudagraphs=True)
+        hook._install_on(mp, self.client, "auto", None, "events",
+                         training=True, reserve_segments=True,
+                         private_pool=True)
+        planned = mp.MemoryPlanner().plan(lines)
+        record = hook.stats()["graphs"][-1]
+        self.assertEqual(record["source"], "service")
+        self.assertFalse(record["request"].options.private_pool)
+        self.assertFalse(record["request"].options.reserve_segments)
+        self.assertFalse(any("memplan_enter_private_pool" in str(line)
+                             for line in planned))
+        hook.uninstall()
+
+    def test_private_pool_lines_name_every_cuda_device_of_the_plan(self):
+        response = pb.PlanMemoryResponse()
+        response.pools.add(name="pool0", device="cuda:1", size_bytes=512)
+        response.pools.add(name="pool1", device="cpu", size_bytes=512)
+        response.segment_reservations.add(device="cuda:0",
+                                          size_bytes=16 << 20)
+        lines = ["# first", "return ()"]
+        planned = hook.with_private_pool(lines, response)
+        self.assertEqual(planned[1:-1], lines)
+        self.assertTrue(planned[0].endswith(
+            "memplan_enter_private_pool((0, 1))"))
+        response = pb.PlanMemoryResponse()
+        response.pools.add(name="pool0", device="cpu", size_bytes=512)
+        self.assertEqual(hook.with_private_pool(lines, response), lines)
+
+    def test_a_private_pool_route_enters_and_leaves_the_hooks_pools(self):
+        # enter_private_pool enters torch.cuda.use_mem_pool of the hook's
+        # pool for each device (one MemPool per device, kept between
+        # calls), close() leaves them; a route a graph left open (it
+        # raised) is closed by the next enter; release_private_pools drops
+        # the pools, and the next call makes new ones.
+        events = []
+        fake_torch = types.ModuleType("torch")
+
+        class MemPool:
+            made = 0
+
+            def __init__(self):
+                MemPool.made += 1
+                self.id = MemPool.made
+
+        @contextlib.contextmanager
+        def use_mem_pool(pool, device=None):
+            events.append(("enter", pool.id, device))
+            yield
+            events.append(("exit", pool.id, device))
+
+        capturing = [False]
+        fake_torch.cuda = types.SimpleNamespace(
+            MemPool=MemPool, use_mem_pool=use_mem_pool,
+            is_current_stream_capturing=lambda: capturing[0])
+        hook.release_private_pools()
+        with mock.patch.dict("sys.modules", {"torch": fake_torch}):
+            route = hook.enter_private_pool((0, 1))
+            route.close()
+            route.close()  # idempotent
+            self.assertEqual(events, [("enter", 1, 0), ("enter", 2, 1),
+                                      ("exit", 2, 1), ("exit", 1, 0)])
+            events.clear()
+            hook.enter_private_pool((0,))  # left open
+            hook.enter_private_pool((0,)).close()
+            self.assertEqual(events, [("enter", 1, 0), ("exit", 1, 0),
+                                      ("enter", 1, 0), ("exit", 1, 0)])
+            events.clear()
+            hook.release_private_pools()
+            hook.enter_private_pool((0,)).close()
+            self.assertEqual(events, [("enter", 3, 0), ("exit", 3, 0)])
+            # While a CUDA graph is captured, its own pool holds the memory.
+            events.clear()
+            capturing[0] = True
+            hook.enter_private_pool((0,)).close()
+            self.assertEqual(events, [])
+        hook.release_private_pools()
 
     def test_an_alignment_not_a_power_of_two_is_refused(self):
         for alignment in (3, -64, 1 << 31, 64.0):

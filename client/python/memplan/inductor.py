@@ -41,6 +41,11 @@ pools and offsets it writes are the service's:
      of each reservation's bytes, deleted at once, runs before any line
      that touches memory: the first line inside the graph's first device
      guard of that device, as the wrapper allocates (with_reservations).
+  6. A training graph planned with install(training=True, private_pool=True)
+     (opt-in) runs in the hook's private pool of the caching allocator
+     (a torch.cuda.MemPool per device, entered by the graph's first line and
+     left by its last: with_private_pool), and a training forward's request
+     asks for a reservation of its peak there (PlanOptions.private_pool).
 
 When the service cannot be reached, answers with an error, or gives an
 answer the hook cannot use (groups that differ from Inductor's; symbolic
@@ -64,6 +69,7 @@ from memplan.client import strategy as strategy_value
 
 __all__ = [
     "install", "uninstall", "stats", "reset_stats", "MemplanFallbackWarning",
+    "enter_private_pool", "release_private_pools", "with_private_pool",
     "events_from_lines", "buffers_from_groups", "read_placement",
     "parse_symbolic", "line_kind",
 ]
@@ -785,7 +791,8 @@ class PoolRoot:
 class _Installed:
     def __init__(self, mp, client, owns_client, strategy, pool_mode, send,
                  training, entry_cache, alignment=0, probe_workspaces=False,
-                 pool_gradients=False, shadow=False, reserve_segments=False):
+                 pool_gradients=False, shadow=False, reserve_segments=False,
+                 private_pool=False):
         self.mp = mp
         self.client = client
         self.owns_client = owns_client  # closed by uninstall()
@@ -801,6 +808,11 @@ class _Installed:
         # PlanOptions.reserve_segments for inference graphs, whose
         # segment_reservations the generated code then runs at the entry.
         self.reserve_segments = reserve_segments
+        # PlanOptions.private_pool for training graphs, whose code then runs
+        # in the hook's private pools (with_private_pool); a training
+        # forward's request then asks for reservations too where
+        # reserve_segments is on.
+        self.private_pool = private_pool
         # install(shadow=True): every graph's request sent and its answer
         # recorded, no graph's code changed (_install_shadow).
         self.shadow = shadow
@@ -1228,7 +1240,8 @@ def _install_cache_key(state):
     settings = f"memplan:{state.strategy}:{state.pool_mode}:{state.send}:" \
                f"{state.training}:{state.entry_cache}:{state.alignment}:" \
                f"{state.probe_workspaces}:{state.pool_gradients}:" \
-               f"{state.shadow}:{state.reserve_segments}:{_CODEGEN_VERSION}"
+               f"{state.shadow}:{state.reserve_segments}:" \
+               f"{state.private_pool}:{_CODEGEN_VERSION}"
 
     class MemplanCacheKey(CustomGraphPass):
         def __call__(self, graph):
@@ -1254,15 +1267,16 @@ def _install_cache_key(state):
 # inference graph's segment reservations (PlanOptions.reserve_segments);
 # 12: reservations as the wrapper allocates inside the device guard, and
 # pool views of a second dtype by Tensor.view(dtype) (with_reservations,
-# _recast).
-_CODEGEN_VERSION = 12
+# _recast); 13: training graphs in the hook's private pool, a training
+# forward's reservation there (PlanOptions.private_pool, with_private_pool).
+_CODEGEN_VERSION = 13
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
             client=None, training=False, entry_cache=True, alignment=0,
             probe_workspaces=True, pool_gradients=True, shadow=False,
-            reserve_segments=True):
+            reserve_segments=True, private_pool=False):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -1341,7 +1355,37 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       step's cached segments, which an optimizer's state splits: measured,
       a reservation at the step's start then takes a second segment, up
       to +53% reserved with Adam or SGD with momentum, docs/gpu.md "Runs
-      U6, W5, V12, P5, P6, R1 and R2").
+      U6, W5, V12, P5, P6, R1 and R2") unless they run in a private pool
+      (below).
+    private_pool: with training, run every training graph the service
+      plans (forward and backward) in a private pool of the caching
+      allocator, one torch.cuda.MemPool per device that the hook holds and
+      only those graphs allocate from (the graph's first line enters it on
+      the calling thread, its last line leaves it: with_private_pool), and
+      send their requests with PlanOptions.private_pool: with
+      reserve_segments, a training forward then reserves its predicted
+      peak there (one segment its pools, extern outputs and saved
+      activations split, which the backward reuses and the next step's
+      forward finds free again), and a forward's request carries no
+      cached blocks of the default pool (entry_cache). Not for graphs
+      compiled for CUDA graphs (mode="reduce-overhead"), whose memory is
+      the cudagraph trees' pool. Off by default: measured on an H100
+      (docs/gpu.md "Runs T1, U7, W6 and V13 to V15"), the CNN training
+      rows' peak reserved falls to 0.88x to 0.98x default torch.compile's,
+      but the transformer rows' rises, up to 1.89x (gpt2): what the step
+      allocates outside the compiled graphs (a loss on the logits, its
+      backward) cannot use the private pool's free segments, and a large
+      output the caller holds into the next step (the logits) splits the
+      reservation, so that the next forward's takes a second segment.
+      Turn it on where a training step's work outside the compiled graphs
+      and its outputs are small (an image classifier: a few logits, a
+      loss on them). The pools outlive uninstall() (the compiled graphs still
+      run in them); torch.cuda.empty_cache() does not return a live
+      pool's free segments: release_private_pools() drops the hook's
+      pools (new ones are made at the next graph call), after which
+      empty_cache() returns their segments once their tensors are freed.
+      False: training graphs allocate from the default pool, and get no
+      reservation.
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
@@ -1367,7 +1411,8 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
     state = _install_on(mp, client, strategy, pool_mode, send, owns_client,
                         training, bool(entry_cache), alignment,
                         bool(probe_workspaces), bool(pool_gradients),
-                        bool(shadow), bool(reserve_segments))
+                        bool(shadow), bool(reserve_segments),
+                        bool(private_pool))
     if shadow:
         _install_shadow(state)
         _install_cache_key(state)  # a cached graph would go unseen
@@ -1381,7 +1426,7 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
 def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
                 training=False, entry_cache=True, alignment=0,
                 probe_workspaces=False, pool_gradients=True, shadow=False,
-                reserve_segments=False):
+                reserve_segments=False, private_pool=False):
     """install() on the memory_planning module `mp` (tests hand in a fake):
     the planner's plan and allocate_groups (with shadow, neither: see
     shadow_plan); returns the state."""
@@ -1391,7 +1436,7 @@ def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
     state = _Installed(mp, client, owns_client, strategy, pool_mode, send,
                        training or shadow, entry_cache, alignment,
                        probe_workspaces, pool_gradients, shadow,
-                       reserve_segments)
+                       reserve_segments, private_pool)
     if shadow:
         _state = state
         return state
@@ -1417,6 +1462,8 @@ def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
         if record is not None:
             planned = with_reservations(planned, record["response"],
                                         getattr(planner, "wrapper", None))
+            if record["request"].options.private_pool:
+                planned = with_private_pool(planned, record["response"])
         return planned
 
     def allocate_groups(planner):
@@ -1547,9 +1594,15 @@ def _allocate_from_service(state, planner, apply=True):
     options = pb.PlanOptions(strategy=strategy_value(state.strategy),
                              pool_mode=pool_mode_value(pool_mode),
                              alignment=state.alignment)
-    if state.pool_gradients and _graph_phase(mp) == "backward":
+    phase = _graph_phase(mp)
+    if state.pool_gradients and phase == "backward":
         options.outputs_released_together = True
-    if state.reserve_segments and _graph_phase(mp) == "inference":
+    private = (state.private_pool and phase in ("forward", "backward")
+               and not _cudagraphs(mp))
+    if private:
+        options.private_pool = True
+    if state.reserve_segments and (phase == "inference" or (
+            private and phase == "forward")):
         options.reserve_segments = True
     buffers_request = pb.PlanMemoryRequest(
         buffers=buffers_from_groups(groups), options=options)
@@ -1560,7 +1613,8 @@ def _allocate_from_service(state, planner, apply=True):
         memory = _graph_memory(state, lines)
         request, allocate_lines = _events_request(mp, lines, groups, options,
                                                   memory)
-    if state.entry_cache and _graph_phase(mp) != "backward":
+    if state.entry_cache and phase == "inference" or (
+            state.entry_cache and phase == "forward" and not private):
         request.cached_blocks.extend(_entry_cache(
             {str(allocation.device) for allocation in allocations}))
     if request.events and memory is not None:
@@ -1727,6 +1781,18 @@ def _graph_phase(mp):
     return "inference" if getattr(graph, "is_inference", True) else "forward"
 
 
+def _cudagraphs(mp):
+    """Whether the graph being compiled is to run under CUDA graphs
+    (torch.compile(mode="reduce-overhead"): Inductor's config.triton.
+    cudagraphs, patched in for the compile). Inductor's cudagraph trees
+    then allocate the graph's memory from a pool of their own and check
+    that its outputs live there, so the hook's private pool must not take
+    them (measured on an H100: "These storage data ptrs are not allocated
+    in pool ..." when it did)."""
+    triton = getattr(getattr(mp, "config", None), "triton", None)
+    return bool(getattr(triton, "cudagraphs", False))
+
+
 def _events_request(mp, lines, groups, options, memory=None):
     """The graph as events, and each group's ALLOCATE line. `memory`: the
     GraphMemory that describes the lines outside the plan, or None."""
@@ -1874,6 +1940,92 @@ def _wrapper_reservation(wrapper, name, reservation, guards):
             f"{name} = empty_strided_cuda("):
         return None
     return int(index), f"{text}; del {name}"
+
+
+# --- Training graphs in a private pool ---------------------------------------
+
+_private_pools = {}  # CUDA device index -> the hook's torch.cuda.MemPool
+_open_route = threading.local()  # .route: the calling thread's open _PoolRoute
+
+
+class _PoolRoute:
+    """The calling thread's allocations on CUDA devices `devices` (indices)
+    routed to the hook's private pools (torch.cuda.use_mem_pool, entered)
+    until close()."""
+
+    def __init__(self, torch, devices):
+        self._contexts = []
+        for index in devices:
+            pool = _private_pools.get(index)
+            if pool is None:
+                pool = _private_pools.setdefault(index, torch.cuda.MemPool())
+            context = torch.cuda.use_mem_pool(pool, index)
+            context.__enter__()
+            self._contexts.append(context)
+
+    def close(self):
+        """Leaves the pools (idempotent)."""
+        while self._contexts:
+            self._contexts.pop().__exit__(None, None, None)
+        if getattr(_open_route, "route", None) is self:
+            _open_route.route = None
+
+
+def enter_private_pool(devices):
+    """Routes the calling thread's allocations on the CUDA devices
+    `devices` (a sequence of device indices) to the hook's private pool of
+    each (a torch.cuda.MemPool made at the first call and held by the hook
+    until release_private_pools()), until the returned route's close().
+    The generated code of a training graph planned with install(training=
+    True, private_pool=True) calls it as its first line and closes the
+    route as its last (with_private_pool): a graph's call runs on one
+    thread (a backward's on autograd's), so only the graph's own
+    allocations enter the pool. A route that a graph left open (it raised
+    before its last line) is closed first. While the current stream
+    captures a CUDA graph (torch.cuda.graph), the route enters nothing:
+    the capture's own pool holds the graph's memory."""
+    import torch
+    stale = getattr(_open_route, "route", None)
+    if stale is not None:
+        stale.close()
+    capturing = torch.cuda.is_current_stream_capturing()
+    route = _PoolRoute(torch, () if capturing else devices)
+    _open_route.route = route
+    return route
+
+
+def release_private_pools():
+    """Drops the hook's private pools: once the tensors allocated from them
+    are freed (a training step's outputs and gradients), torch.cuda.
+    empty_cache() returns their segments to the device, which it does not
+    while a pool lives. The next call of a graph that runs in a private pool
+    makes a new one."""
+    _private_pools.clear()
+
+
+def with_private_pool(lines, response):
+    """A training graph's planned wrapper `lines` run in the hook's private
+    pools (PlanOptions.private_pool): a first line that enters the pool of
+    every CUDA device of `response`'s pools and segment reservations
+    (enter_private_pool), before any line that touches memory and before
+    the reservations, and a last line that leaves them, after the graph's
+    last allocation and free (the wrapper's return allocates nothing).
+    Lines unchanged where the response names no CUDA device. Returns a new
+    list."""
+    devices = set()
+    for item in [*response.pools, *response.segment_reservations]:
+        kind, _, index = item.device.partition(":")
+        if kind == "cuda":
+            # "cuda" alone: the current device (use_mem_pool's None)
+            devices.add(int(index) if index.isdigit() else None)
+    if not devices:
+        return list(lines)
+    order = tuple(sorted(devices, key=lambda d: -1 if d is None else d))
+    enter = ("from memplan.inductor import enter_private_pool as "
+             "memplan_enter_private_pool; memplan_pool_route = "
+             f"memplan_enter_private_pool({order!r})")
+    leave = "memplan_pool_route.close(); del memplan_pool_route"
+    return [enter, *lines, leave]
 
 
 def _usage_agrees(lines, response):
