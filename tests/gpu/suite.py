@@ -41,6 +41,10 @@ configuration's graphs to another. The configurations:
   memplan_partition_unreserved  memplan_partition without segment
                    reservations (install(..., reserve_segments=False)):
                    as the hook shipped before codegen version 11
+  memplan_partition_private  memplan_partition_grads with training graphs
+                   in the hook's private pool and a training forward's
+                   reservation there (install(..., private_pool=True),
+                   opt-in)
 
 Workers run in waves per GPU: a wave is every configuration of
 max(1, parallel // configurations) (model, mode) pairs, started together
@@ -124,11 +128,16 @@ COLD = ("memplan_partition_cold",)
 # Configurations whose training backward graphs pool gradients together
 # (install's pool_gradients=True, its default); every other memplan
 # configuration passes False.
-GRADIENTS_POOLED = ("memplan_partition_grads",)
+GRADIENTS_POOLED = ("memplan_partition_grads", "memplan_partition_private")
 # Configurations whose inference graphs go without segment reservations
 # (install's reserve_segments=False); every other memplan configuration
 # has them (its default).
 UNRESERVED = ("memplan_partition_unreserved",)
+# Configurations whose training graphs run in the hook's private pool,
+# with a training forward's reservation there (install's private_pool=True,
+# opt-in); every other memplan configuration allocates from the default
+# pool (the hook's default).
+PRIVATE_POOL = ("memplan_partition_private",)
 CONFIGS = {
     "default": (None, None),
     "inductor_pools": (None, "intermediates"),
@@ -141,6 +150,7 @@ CONFIGS = {
     "memplan_partition_a512": ("auto", "intermediates"),
     "memplan_partition_grads": ("auto", "intermediates"),
     "memplan_partition_unreserved": ("auto", "intermediates"),
+    "memplan_partition_private": ("auto", "intermediates"),
 }
 # Configurations whose pool offsets are multiples of more than the
 # service's default 64 bytes (install's alignment): 512, the caching
@@ -1481,7 +1491,8 @@ def apply_config(torch, hook, target, config, training, shadow=False):
                      timeout=60.0, entry_cache=config not in COLD,
                      alignment=ALIGNMENT.get(config, 0),
                      pool_gradients=config in GRADIENTS_POOLED,
-                     reserve_segments=config not in UNRESERVED)
+                     reserve_segments=config not in UNRESERVED,
+                     private_pool=config in PRIVATE_POOL)
         hook.reset_stats()
 
 

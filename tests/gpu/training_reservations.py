@@ -8,8 +8,11 @@ reserved above the bytes in use at the start, and the segments the step
 adds), each after three steps of a loop in its steady state, with a
 reservation of R bytes at the forward graph's entry (torch.empty(R)
 freed at once, as the hook runs an inference graph's reservation), for
-R = 0 and fractions
-of the step's peak allocated (FRACTIONS, rounded down to 2 MiB); and the
+R = 0, fractions
+of the step's peak allocated (FRACTIONS, rounded down to 2 MiB) and the
+forward graph's own peak above its entry (R = "forward": the size a
+reservation planned from the forward's request alone could take, the
+forward measured in the first R = 0 step, rounded down); and the
 same with an optimizer's step after the backward (Adam; SGD with
 momentum), whose state, allocated at its first step, stays between steps
 (docs/gpu.md, "Runs U6, W5, V12, P5, P6, R1 and R2"). Each of these once
@@ -56,7 +59,8 @@ def worker(model_name, config, target):
     params = [p for p in model.parameters() if p.requires_grad]
     suite.apply_config(torch, hook, target, config, True)
     fn = torch.compile(forward, options=suite.options_of(config))
-    loop = {"reserve": 0, "optimizer": None, "pool": None}
+    loop = {"reserve": 0, "optimizer": None, "pool": None,
+            "forward_peak": None}
     original = CompiledFxGraph.__call__
 
     def reserve():
@@ -66,11 +70,18 @@ def worker(model_name, config, target):
 
     def call(graph, graph_inputs):
         pool = loop["pool"]
+        forward = suite.graph_identity(graph)["phase"] == "forward"
         with (torch.cuda.use_mem_pool(pool) if pool is not None
               else contextlib.nullcontext()):
-            if loop["reserve"] and suite.graph_identity(graph)[
-                    "phase"] == "forward":
+            if loop["reserve"] and forward:
                 reserve()
+            if forward and loop["forward_peak"] == []:
+                entry = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+                result = original(graph, graph_inputs)
+                loop["forward_peak"].append(
+                    torch.cuda.max_memory_allocated() - entry)
+                return result
             return original(graph, graph_inputs)
 
     CompiledFxGraph.__call__ = call
@@ -133,12 +144,17 @@ def worker(model_name, config, target):
         torch.cuda.empty_cache()
         return row
 
+    loop["forward_peak"] = []  # measured in the first step of the first row
     rows = [measure(0, None, "default")]
     peak = rows[0]["peak_allocated"] * MIB
+    sizes = [int(peak * fraction) // (2 * MIB) * (2 * MIB)
+             for fraction in (0.0,) + FRACTIONS]
+    forward_peak = loop["forward_peak"][0]
+    sizes.append(forward_peak // (2 * MIB) * (2 * MIB))
+    rows[0]["forward_peak"] = forward_peak / MIB
     for pool in POOLS:
         for optimizer in OPTIMIZERS:
-            for fraction in (0.0,) + FRACTIONS:
-                size = int(peak * fraction) // (2 * MIB) * (2 * MIB)
+            for size in sizes:
                 rows.append(measure(size, optimizer, pool))
     CompiledFxGraph.__call__ = original
     print(json.dumps({"name": f"{model_name}.training.{config}",
