@@ -214,11 +214,11 @@ struct Problem {
   // segment that the forward's pools, extern outputs and saved activations
   // split and the backward reuses, found free again at the next step's
   // forward (measured on the GPU suite's CNN training rows with and
-  // without Adam and SGD with momentum: docs/gpu.md "Run R3"; on its
-  // transformer rows up to 1.89x default's reserved, where work outside
-  // the compiled graphs and outputs held into the next step cannot share
-  // the pool: "Runs T1, U7, W6 and V13 to V15"). Plans of other graphs
-  // are as without it.
+  // without Adam and SGD with momentum; on its transformer rows up to
+  // 1.89x default's reserved, where work outside the compiled graphs and
+  // outputs held into the next step cannot share the pool: docs/gpu.md
+  // "Runs R3, T1, U7, W6 and V13 to V15"). Plans of other graphs are as
+  // without it.
   bool private_pool = false;
 
   // Returns the alignment buffer `index` must have: the larger of the

@@ -874,7 +874,8 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     // cached blocks are the default pool's, and the pool holds what the
     // step's graphs left), the reservation is the candidate's peak rounded
     // down to 2 MiB, unjudged: the step's graphs split it and the next
-    // step finds it free (docs/gpu.md "Run R3").
+    // step finds it free where the caller holds none of the forward's
+    // outputs into it (docs/gpu.md "Runs R3, T1, U7, W6 and V13 to V15").
     std::vector<Bytes> reservation(candidates.size(), 0);
     if (reserve && !by_step && problem.private_pool) {
       for (size_t c = 0; c < candidates.size(); ++c) {

@@ -116,9 +116,11 @@
 // does not know), a candidate within the slack reserves its peak rounded
 // down to 2 MiB (none below 10 MiB), unjudged: the forward's pools, extern
 // outputs and saved activations split that one segment, the backward
-// reuses it and the next step's forward finds it free (docs/gpu.md "Run
-// R3"; the judged sizes above compare against the default pool's cached
-// blocks, which are not the private pool's).
+// reuses it and the next step's forward finds it free where the caller
+// holds none of the forward's outputs into it (docs/gpu.md "Runs R3, T1,
+// U7, W6 and V13 to V15": the transformer rows' held logits split it; the
+// judged sizes above compare against the default pool's cached blocks,
+// which are not the private pool's).
 //
 // Pool modes `intermediates` and `none`: each output keeps a pool of its
 // own (the caller frees outputs independently, as both modes require); a

@@ -1370,7 +1370,7 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       cached blocks of the default pool (entry_cache). Not for graphs
       compiled for CUDA graphs (mode="reduce-overhead"), whose memory is
       the cudagraph trees' pool. Off by default: measured on an H100
-      (docs/gpu.md "Runs T1, U7, W6 and V13 to V15"), the CNN training
+      (docs/gpu.md "Runs R3, T1, U7, W6 and V13 to V15"), the CNN training
       rows' peak reserved falls to 0.88x to 0.98x default torch.compile's,
       but the transformer rows' rises, up to 1.89x (gpt2): what the step
       allocates outside the compiled graphs (a loss on the logits, its
