@@ -157,6 +157,11 @@ const std::map<std::string, Configuration>& Configurations() {
           // MEMPLAN_WHOLE_GRAPH_RESERVED).
           {"partition_unreserved",
            {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES}},
+          // install(pool_gradients=True, private_pool=True) (the H100
+          // capture, MEMPLAN_WHOLE_GRAPH_H100): its training requests
+          // carry options.private_pool, its forwards reserve_segments.
+          {"partition_private",
+           {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES, true}},
       };
   return *kConfigurations;
 }
@@ -733,6 +738,103 @@ TEST_F(WholeGraphGpuTest, SegmentReservationsPredictWhatTheGpuMeasured) {
       "inference graphs: %d, with segment reservations: %d; measured "
       "reserved %.1f MiB with them, %.1f without\n",
       graphs, reserving, with_total / 1048576.0, without_total / 1048576.0);
+}
+
+// The H100 capture (testdata/whole_graph/captured_h100.jsonl.gz: docs/gpu.md
+// "Runs R3, T1, U7, W6 and V13 to V15", every graph of the suite on one
+// NVIDIA H100, training graphs in the hook's private pool, configuration
+// partition_private; inference graphs partition). Every plan validated;
+// inference and training forward graphs predicted within 1% of what the
+// H100 measured, memplan's and default's baseline; a training forward in
+// a private pool reserves its predicted peak rounded down to 2 MiB (none
+// under 10 MiB); backward graphs within 1% but for kH100Gaps, each within
+// the error the H100 measured (a gap that closes fails until it leaves
+// the table).
+struct H100Gap {
+  const char* graph;
+  double bound;  // the largest relative error of the graph's quantities
+};
+// Backward graphs of 7 to 27 MiB, 0.3 to 0.7 MiB off, in default's
+// column as in memplan's. Cause: in these runs the hook's private pool was
+// on by default, in default's shadow too, so no forward request carried
+// the caching allocator's cached blocks (entry_cache), and a backward's
+// model starts from a step whose forward found none: the gaps that run
+// E6's forward cached blocks closed on the H200 (densenet121's baseline
+// +8.0% then as here, resnet50's backward +4.8% to +5.8%; docs/gpu.md "Run
+// E"), and the private pool's own state, which no request describes.
+// Bounds: the errors replayed here (resnet50's backward -4.4% predicted
+// and +5.8% baseline, densenet121's baseline +8.0%, swin_t's -1.6%,
+// llama's +2.1%, t5's first and third backward +2.4% predicted), rounded
+// up.
+constexpr H100Gap kH100Gaps[] = {
+    {"resnet50.training.1", 0.06}, {"densenet121.training.1", 0.085},
+    {"swin_t.training.1", 0.02},   {"llama.training.1", 0.025},
+    {"t5.training.4", 0.03},       {"t5.training.6", 0.03},
+};
+
+TEST_F(WholeGraphGpuTest, TheH100CaptureIsWhatTheH100Measured) {
+  absl::StatusOr<std::vector<CapturedGraph>> captured =
+      ReadCapturedGraphs(MEMPLAN_WHOLE_GRAPH_H100);
+  ASSERT_TRUE(captured.ok()) << captured.status();
+  ASSERT_EQ(captured->size(), 46u);
+  int within = 0, reserving = 0;
+  for (const H100Gap& gap : kH100Gaps) {
+    EXPECT_TRUE(std::any_of(
+        captured->begin(), captured->end(),
+        [&](const CapturedGraph& graph) { return graph.name == gap.graph; }))
+        << gap.graph;
+  }
+  for (const CapturedGraph& graph : *captured) {
+    const H100Gap* gap = nullptr;
+    for (const H100Gap& known : kH100Gaps) {
+      if (graph.name == known.graph) gap = &known;
+    }
+    const double bound = gap == nullptr ? kTarget : gap->bound;
+    double worst = 0;
+    std::string line = absl::StrFormat("%-26s", graph.name);
+    for (const auto& [configuration, measured] : graph.memplan_measured) {
+      const v1::PlanMemoryResponse response = PlanAs(graph, configuration);
+      const int64_t predicted = response.stats().predicted_peak_bytes();
+      const double error = RelativeError(predicted, measured);
+      worst = std::max(worst, std::abs(error));
+      EXPECT_LE(std::abs(error), bound)
+          << graph.name << " " << configuration << ": predicted " << predicted
+          << " B, measured " << measured << " B";
+      absl::StrAppendFormat(&line, " %s %+.2f%%", configuration, 100 * error);
+      const v1::PlanOptions& options = graph.request.options();
+      if (options.private_pool() && !graph.request.has_forward()) {
+        // A training forward: one reservation of its peak, rounded down.
+        const int64_t size =
+            predicted / (int64_t{2} << 20) * (int64_t{2} << 20);
+        if (size < (int64_t{10} << 20)) {
+          EXPECT_EQ(response.segment_reservations_size(), 0) << graph.name;
+        } else {
+          ASSERT_EQ(response.segment_reservations_size(), 1) << graph.name;
+          EXPECT_EQ(response.segment_reservations(0).size_bytes(), size)
+              << graph.name;
+          ++reserving;
+        }
+      }
+    }
+    const int64_t baseline = DefaultStats(graph).baseline_peak_bytes();
+    const double error = RelativeError(baseline, graph.default_measured);
+    worst = std::max(worst, std::abs(error));
+    EXPECT_LE(std::abs(error), bound)
+        << graph.name << ": baseline " << baseline << " B, default measured "
+        << graph.default_measured << " B";
+    absl::StrAppendFormat(&line, " baseline %+.2f%%", 100 * error);
+    if (gap != nullptr) {
+      EXPECT_GT(worst, kTarget) << graph.name << " is within " << kTarget
+                                << " everywhere now: take it out of kH100Gaps";
+    } else {
+      ++within;
+    }
+    std::printf("%s%s\n", line.c_str(), gap ? "  (known H100 gap)" : "");
+  }
+  // Every training forward of at least 10 MiB: one per model, t5's three.
+  EXPECT_EQ(reserving, 14);
+  std::printf("H100 graphs within 1%%: %d of %zu; forwards reserving: %d\n",
+              within, captured->size(), reserving);
 }
 
 }  // namespace
