@@ -37,14 +37,17 @@ configuration's graphs to another. The configurations:
   memplan_partition_grads  memplan_partition with a training backward's
                    gradients in shared pools (install(...,
                    pool_gradients=True), the hook's default: outputs
-                   released together); memplan as the hook ships
+                   released together) and the hook's default private pool
+                   (install(..., private_pool="auto"): the training graphs
+                   whose caller's outputs are small); memplan as the hook
+                   ships
   memplan_partition_unreserved  memplan_partition without segment
                    reservations (install(..., reserve_segments=False)):
                    as the hook shipped before codegen version 11
-  memplan_partition_private  memplan_partition_grads with training graphs
-                   in the hook's private pool and a training forward's
-                   reservation there (install(..., private_pool=True),
-                   opt-in)
+  memplan_partition_private  memplan_partition_grads with every training
+                   graph in the hook's private pool and a training
+                   forward's reservation there (install(...,
+                   private_pool=True))
 
 Workers run in waves per GPU: a wave is every configuration of
 max(1, parallel // configurations) (model, mode) pairs, started together
@@ -133,11 +136,12 @@ GRADIENTS_POOLED = ("memplan_partition_grads", "memplan_partition_private")
 # (install's reserve_segments=False); every other memplan configuration
 # has them (its default).
 UNRESERVED = ("memplan_partition_unreserved",)
-# Configurations whose training graphs run in the hook's private pool,
-# with a training forward's reservation there (install's private_pool=True,
-# opt-in); every other memplan configuration allocates from the default
-# pool (the hook's default).
-PRIVATE_POOL = ("memplan_partition_private",)
+# install's private_pool per configuration: memplan_partition_private runs
+# every training graph in the hook's private pool (True), memplan as the
+# hook ships those it picks ("auto", its default); every other memplan
+# configuration allocates from the default pool (False).
+PRIVATE_POOL = {"memplan_partition_private": True,
+                "memplan_partition_grads": "auto"}
 CONFIGS = {
     "default": (None, None),
     "inductor_pools": (None, "intermediates"),
@@ -1492,7 +1496,7 @@ def apply_config(torch, hook, target, config, training, shadow=False):
                      alignment=ALIGNMENT.get(config, 0),
                      pool_gradients=config in GRADIENTS_POOLED,
                      reserve_segments=config not in UNRESERVED,
-                     private_pool=config in PRIVATE_POOL)
+                     private_pool=PRIVATE_POOL.get(config, False))
         hook.reset_stats()
 
 

@@ -277,6 +277,17 @@ def fake_memory_planning(groups, removed=("buf9",), outputs=("buf1",)):
 
 # --- Tests ---------------------------------------------------------------
 
+class FakeValue:
+    """An FX node's meta "val" (a FakeTensor) as caller_output_bytes reads
+    it: its storage's bytes, an int or a symbolic size (.node.expr)."""
+
+    def __init__(self, nbytes):
+        self.nbytes = nbytes
+
+    def untyped_storage(self):
+        return types.SimpleNamespace(nbytes=lambda: self.nbytes)
+
+
 def graph_of_phase(phase):
     """example_graph()'s lines and a fake memory_planning module whose
     graph is of `phase` ("inference", "forward" or "backward")."""
@@ -1534,12 +1545,12 @@ class ServiceTest(unittest.TestCase):
             lines, pb.PlanMemoryResponse(), Wrapper()), lines)
 
     def test_training_graphs_ask_for_a_private_pool(self):
-        # install(private_pool=True), opt-in: a training graph's
+        # install(private_pool=True): a training graph's
         # request says PlanOptions.private_pool, a training forward's asks
         # for reservations (with reserve_segments) and carries no cached
         # blocks of the default pool; inference graphs are as without it.
-        self.assertIs(inspect.signature(hook.install)
-                      .parameters["private_pool"].default, False)
+        self.assertEqual(inspect.signature(hook.install)
+                         .parameters["private_pool"].default, "auto")
         cached = [pb.CachedBlock(device="cuda:0", size_bytes=512)]
         for phase, private, reserve, asked_private, asked_reserve, sent in (
                 ("forward", True, True, True, True, False),
@@ -1572,6 +1583,102 @@ class ServiceTest(unittest.TestCase):
                     planned[-1] == "memplan_pool_route.close(); "
                     "del memplan_pool_route", asked_private)
                 hook.uninstall()
+
+    def test_auto_picks_forwards_whose_callers_outputs_are_small(self):
+        # private_pool="auto" (the default): a training forward runs in the
+        # private pool where every output its caller receives (AOTAutograd's
+        # user_visible_output_idxs) is at most 1 MiB, the caching
+        # allocator's small allocations; its backward follows it (same
+        # graph_id). A forward that does not say which outputs are the
+        # caller's, or has a larger one, and its backward, do not.
+        def forward(graph_id, caller_bytes, saved_bytes=64 << 20,
+                    visible=True):
+            lines, mp = graph_of_phase("forward")
+            values = [*caller_bytes, saved_bytes]
+            args = tuple(types.SimpleNamespace(meta={
+                "val": FakeValue(size)}) for size in values)
+            meta = {"user_visible_output_idxs":
+                    list(range(len(caller_bytes)))} if visible else {}
+            output = types.SimpleNamespace(op="output", args=(args,),
+                                           meta=meta)
+            mp.V.graph.module = types.SimpleNamespace(
+                graph=types.SimpleNamespace(nodes=[output]))
+            mp.V.graph.sizevars = types.SimpleNamespace(
+                size_hint=lambda expr: expr.hint)
+            mp.V.graph.graph_id = graph_id
+            return lines, mp
+
+        def backward(graph_id):
+            lines, mp = graph_of_phase("backward")
+            mp.V.graph.graph_id = graph_id
+            return lines, mp
+
+        symbolic = types.SimpleNamespace(
+            node=types.SimpleNamespace(expr=types.SimpleNamespace(
+                hint=2 << 20)))
+        for name, caller, visible, private in (
+                ("a loss and a classifier's logits", [4, 6400], True, True),
+                ("no output the caller receives", [], True, True),
+                ("1 MiB exactly", [1 << 20], True, True),
+                ("logits of 62.5 MiB", [4, 65536000], True, False),
+                ("a symbolic size hinted at 2 MiB", [symbolic], True, False),
+                ("the outputs unknown", [4], False, False)):
+            with self.subTest(name):
+                graph_id = 9000 + len(name)
+                lines, mp = forward(graph_id, caller, visible=visible)
+                hook._install_on(mp, self.client, "auto", None, "events",
+                                 training=True, reserve_segments=True,
+                                 private_pool="auto")
+                planned = mp.MemoryPlanner().plan(lines)
+                record = hook.stats()["graphs"][-1]
+                self.assertEqual(record["source"], "service")
+                self.assertEqual(record["request"].options.private_pool,
+                                 private)
+                self.assertEqual(record["request"].options.reserve_segments,
+                                 private)
+                self.assertEqual(any("memplan_enter_private_pool" in
+                                     str(line) for line in planned), private)
+                hook.uninstall()
+                lines, mp = backward(graph_id)
+                hook._install_on(mp, self.client, "auto", None, "events",
+                                 training=True, reserve_segments=True,
+                                 private_pool="auto")
+                mp.MemoryPlanner().plan(lines)
+                record = hook.stats()["graphs"][-1]
+                self.assertEqual(record["phase"], "backward")
+                self.assertEqual(record["request"].options.private_pool,
+                                 private)
+                hook.uninstall()
+        # A backward whose forward this process never planned: no pool.
+        lines, mp = backward(123456)
+        hook._install_on(mp, self.client, "auto", None, "events",
+                         training=True, private_pool="auto")
+        mp.MemoryPlanner().plan(lines)
+        self.assertFalse(
+            hook.stats()["graphs"][-1]["request"].options.private_pool)
+        hook.uninstall()
+
+    def test_shadow_and_false_send_no_private_pool(self):
+        # Default torch.compile's graphs (shadow: a plan not applied) run in
+        # the default pool, so their requests describe it whatever
+        # private_pool says; False runs no graph there.
+        for shadow, private in ((True, True), (False, False)):
+            lines, mp = graph_of_phase("forward")
+            state = hook._install_on(mp, self.client, "auto", None,
+                                     "events", training=True,
+                                     reserve_segments=True,
+                                     private_pool=private)
+            planner = mp.MemoryPlanner()
+            planner._memplan_lines = [*lines]
+            record = hook._allocate_from_service(state, planner,
+                                                 apply=not shadow)
+            self.assertFalse(record["request"].options.private_pool)
+            self.assertFalse(record["request"].options.reserve_segments)
+            hook.uninstall()
+        with self.assertRaisesRegex(ValueError, "private_pool"):
+            hook.private_pool_value("always")
+        with self.assertRaisesRegex(ValueError, "private_pool"):
+            hook.install(private_pool=1)
 
     def test_graphs_under_cuda_graphs_get_no_private_pool(self):
         # torch.compile(mode="reduce-overhead") patches Inductor's

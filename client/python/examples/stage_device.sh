@@ -34,5 +34,6 @@ cp "$here/../../../tests/gpu/suite.py" "$here/../../../tests/gpu/run_suite.sh" \
   "$here/../../../tests/gpu/step_profile.py" \
   "$here/../../../tests/gpu/uninitialized_reads.py" \
   "$here/../../../tests/gpu/training_reservations.py" \
+  "$here/../../../tests/gpu/private_pool_smoke.py" \
   "$out/gpu/"
 du -sh "$out"

@@ -41,11 +41,13 @@ pools and offsets it writes are the service's:
      of each reservation's bytes, deleted at once, runs before any line
      that touches memory: the first line inside the graph's first device
      guard of that device, as the wrapper allocates (with_reservations).
-  6. A training graph planned with install(training=True, private_pool=True)
-     (opt-in) runs in the hook's private pool of the caching allocator
-     (a torch.cuda.MemPool per device, entered by the graph's first line and
-     left by its last: with_private_pool), and a training forward's request
-     asks for a reservation of its peak there (PlanOptions.private_pool).
+  6. A training graph planned with install(training=True) runs in the
+     hook's private pool of the caching allocator (a torch.cuda.MemPool per
+     device, entered by the graph's first line and left by its last:
+     with_private_pool) where install's private_pool says so ("auto", the
+     default: a forward whose caller's outputs are each at most 1 MiB, and
+     its backward), and a training forward's request then asks for a
+     reservation of its peak there (PlanOptions.private_pool).
 
 When the service cannot be reached, answers with an error, or gives an
 answer the hook cannot use (groups that differ from Inductor's; symbolic
@@ -70,6 +72,7 @@ from memplan.client import strategy as strategy_value
 __all__ = [
     "install", "uninstall", "stats", "reset_stats", "MemplanFallbackWarning",
     "enter_private_pool", "release_private_pools", "with_private_pool",
+    "caller_output_bytes",
     "events_from_lines", "buffers_from_groups", "read_placement",
     "parse_symbolic", "line_kind",
 ]
@@ -266,6 +269,9 @@ class ForwardOutputs:
         self.request = None
         self.plan = None
         self.buffer_of = {}
+        # Whether the forward runs in the hook's private pool (install's
+        # private_pool "auto": its backward follows it).
+        self.private = False
 
     def pool_members(self, pool):
         return {name for name, index in self.pool_of.items()
@@ -1268,15 +1274,27 @@ def _install_cache_key(state):
 # 12: reservations as the wrapper allocates inside the device guard, and
 # pool views of a second dtype by Tensor.view(dtype) (with_reservations,
 # _recast); 13: training graphs in the hook's private pool, a training
-# forward's reservation there (PlanOptions.private_pool, with_private_pool).
-_CODEGEN_VERSION = 13
+# forward's reservation there (PlanOptions.private_pool, with_private_pool);
+# 14: private_pool "auto" by default (forwards whose caller's outputs are
+# small, and their backward graphs: _runs_in_private_pool).
+_CODEGEN_VERSION = 14
+
+
+def private_pool_value(private_pool):
+    """install()'s private_pool checked: True, False or "auto". Raises
+    ValueError for anything else."""
+    if private_pool is True or private_pool is False or \
+            private_pool == "auto":
+        return private_pool
+    raise ValueError("private_pool must be True, False or 'auto', not "
+                     f"{private_pool!r}")
 
 
 def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
             client=None, training=False, entry_cache=True, alignment=0,
             probe_workspaces=True, pool_gradients=True, shadow=False,
-            reserve_segments=True, private_pool=False):
+            reserve_segments=True, private_pool="auto"):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -1357,46 +1375,51 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       to +53% reserved with Adam or SGD with momentum, docs/gpu.md "Runs
       U6, W5, V12, P5, P6, R1 and R2") unless they run in a private pool
       (below).
-    private_pool: with training, run every training graph the service
-      plans (forward and backward) in a private pool of the caching
-      allocator, one torch.cuda.MemPool per device that the hook holds and
-      only those graphs allocate from (the graph's first line enters it on
-      the calling thread, its last line leaves it: with_private_pool), and
-      send their requests with PlanOptions.private_pool: with
-      reserve_segments, a training forward then reserves its predicted
-      peak there (one segment its pools, extern outputs and saved
-      activations split, which the backward reuses and the next step's
-      forward finds free again), and a forward's request carries no
-      cached blocks of the default pool (entry_cache). Not for graphs
-      compiled for CUDA graphs (mode="reduce-overhead"), whose memory is
-      the cudagraph trees' pool. Off by default: measured on an H100
-      (docs/gpu.md "Runs R3, T1, U7, W6 and V13 to V15"), the CNN training
-      rows' peak reserved falls to 0.88x to 0.98x default torch.compile's,
-      but the transformer rows' rises, up to 1.89x (gpt2): what the step
+    private_pool: with training, which training graphs the service plans
+      run in a private pool of the caching allocator, one torch.cuda.
+      MemPool per device that the hook holds and only those graphs
+      allocate from (the graph's first line enters it on the calling
+      thread, its last line leaves it: with_private_pool), their requests
+      sent with PlanOptions.private_pool: with reserve_segments, a training
+      forward then reserves its predicted peak there (one segment its
+      pools, extern outputs and saved activations split, which the
+      backward reuses and the next step's forward finds free again), and
+      a forward's request carries no cached blocks of the default pool
+      (entry_cache). An optimizer's state, allocated between steps, comes
+      from the default pool and splits nothing. But what the step
       allocates outside the compiled graphs (a loss on the logits, its
       backward) cannot use the private pool's free segments, and a large
       output the caller holds into the next step (the logits) splits the
-      reservation, so that the next forward's takes a second segment.
-      Turn it on where a training step's work outside the compiled graphs
-      and its outputs are small (an image classifier: a few logits, a
-      loss on them). The pools outlive uninstall() (the compiled graphs still
-      run in them); torch.cuda.empty_cache() does not return a live
-      pool's free segments: release_private_pools() drops the hook's
-      pools (new ones are made at the next graph call), after which
-      empty_cache() returns their segments once their tensors are freed.
-      False: training graphs allocate from the default pool, and get no
-      reservation.
+      reservation, so that the next forward's takes a second segment
+      (measured on an H100, docs/gpu.md "Runs R3, T1, U7, W6 and V13 to
+      V15": CNN training rows 0.88x to 0.98x default torch.compile's peak
+      reserved, transformer rows with 62.5 MiB logits up to 1.89x).
+      "auto" (the default): a forward runs there where every output its
+      caller receives is at most 1 MiB (caller_output_bytes; the caching
+      allocator serves those, and the work on them, from its small pool,
+      never from the reservation's segment: an image classifier's logits,
+      a loss computed in the graph), and its backward where its forward
+      does. True: every training graph. False: none (training graphs
+      allocate from the default pool, and get no reservation). Never for
+      graphs compiled for CUDA graphs (mode="reduce-overhead"), whose
+      memory is the cudagraph trees' pool, nor under install(shadow=True).
+      The pools outlive uninstall() (the compiled graphs still run in
+      them); torch.cuda.empty_cache() does not return a live pool's free
+      segments: release_private_pools() drops the hook's pools (new ones
+      are made at the next graph call), after which empty_cache() returns
+      their segments once their tensors are freed.
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
     settings.
-    Raises ValueError for an unknown strategy, pool mode or send, or an
-    alignment that is not 0 or a power of two up to 2^30; ImportError
-    without torch. Memory planning itself stays off unless
+    Raises ValueError for an unknown strategy, pool mode, send or
+    private_pool, or an alignment that is not 0 or a power of two up to
+    2^30; ImportError without torch. Memory planning itself stays off unless
     torch._inductor.config.memory_planning is True.
     """
     strategy_value(strategy)
     pool_mode_value(pool_mode)
+    private_pool_value(private_pool)
     if send not in ("events", "buffers"):
         raise ValueError(f"send must be 'events' or 'buffers', not {send!r}")
     if not isinstance(alignment, int) or alignment < 0 or \
@@ -1412,7 +1435,7 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
                         training, bool(entry_cache), alignment,
                         bool(probe_workspaces), bool(pool_gradients),
                         bool(shadow), bool(reserve_segments),
-                        bool(private_pool))
+                        private_pool_value(private_pool))
     if shadow:
         _install_shadow(state)
         _install_cache_key(state)  # a cached graph would go unseen
@@ -1597,8 +1620,7 @@ def _allocate_from_service(state, planner, apply=True):
     phase = _graph_phase(mp)
     if state.pool_gradients and phase == "backward":
         options.outputs_released_together = True
-    private = (state.private_pool and phase in ("forward", "backward")
-               and not _cudagraphs(mp))
+    private = apply and _runs_in_private_pool(state, mp, phase)
     if private:
         options.private_pool = True
     if state.reserve_segments and (phase == "inference" or (
@@ -1633,6 +1655,11 @@ def _allocate_from_service(state, planner, apply=True):
         _build_pools(state, planner, placement, allocations, sizes, offsets)
     _note_forward_pools(mp.V.graph, groups, placement, request, response,
                         applied=apply)
+    if phase == "forward" and getattr(mp.V.graph, "graph_id", None) \
+            is not None:
+        def update(record):
+            record.private = private
+        _note_forward(mp.V.graph.graph_id, update)
     return {
         "source": "service",
         "input": "buffers" if request is buffers_request else "events",
@@ -1791,6 +1818,69 @@ def _cudagraphs(mp):
     in pool ..." when it did)."""
     triton = getattr(getattr(mp, "config", None), "triton", None)
     return bool(getattr(triton, "cudagraphs", False))
+
+
+# The caching allocator's small-allocation limit (kSmallSize in torch 2.11's
+# CUDACachingAllocator.cpp): a request of at most 1 MiB comes from the small
+# pool's 2 MiB segments, never from a large segment (a reservation's).
+_SMALL_ALLOCATION_BYTES = 1 << 20
+
+
+def caller_output_bytes(graph):
+    """The graph being compiled (V.graph), a training forward: the bytes
+    (storage size hints) of each output its caller receives, in order:
+    AOTAutograd's user-visible outputs (the FX output node's meta
+    "user_visible_output_idxs", which torch 2.11's fw_compiler_base sets;
+    the activations saved for the backward are the other outputs). None
+    where the graph does not say which they are or a size is unknown."""
+    output = next(node for node in graph.module.graph.nodes
+                  if node.op == "output")
+    indices = output.meta.get("user_visible_output_idxs")
+    if indices is None:
+        return None
+    args = output.args[0] if isinstance(output.args[0], (list, tuple)) \
+        else (output.args[0],)
+    sizes = []
+    for index in indices:
+        if not 0 <= index < len(args):
+            return None
+        value = getattr(args[index], "meta", {}).get("val")
+        if value is None or not hasattr(value, "untyped_storage"):
+            return None
+        nbytes = value.untyped_storage().nbytes()
+        if not isinstance(nbytes, int):  # a symbolic size: its hint
+            nbytes = graph.sizevars.size_hint(nbytes.node.expr)
+        sizes.append(int(nbytes))
+    return sizes
+
+
+def _runs_in_private_pool(state, mp, phase):
+    """Whether the training graph being compiled, planned by the service and
+    run with the plan, runs in the hook's private pool (install's
+    private_pool): never an inference graph or one compiled for CUDA graphs
+    (_cudagraphs); with True every other; with "auto" a forward whose
+    caller's outputs are each at most _SMALL_ALLOCATION_BYTES
+    (caller_output_bytes: the loss computed inside the graph, an image
+    classifier's logits), and a backward whose forward runs there
+    (ForwardOutputs.private, noted once the forward's plan is built)."""
+    if not state.private_pool or phase not in ("forward", "backward") or \
+            _cudagraphs(mp):
+        return False
+    if state.private_pool != "auto":
+        return True
+    graph = mp.V.graph
+    graph_id = getattr(graph, "graph_id", None)
+    if phase == "backward":
+        with _forward_outputs_lock:
+            record = _forward_outputs.get(graph_id)
+        return bool(record is not None and record.private)
+    try:
+        sizes = caller_output_bytes(graph)
+    except Exception as error:  # never a reason to fail the plan
+        log.warning("memplan: cannot read the forward's outputs: %s", error)
+        sizes = None
+    return sizes is not None and all(
+        size <= _SMALL_ALLOCATION_BYTES for size in sizes)
 
 
 def _events_request(mp, lines, groups, options, memory=None):
