@@ -318,8 +318,7 @@ class WholeGraphGpuTest : public testing::Test {
     return same.empty() ? "partition" : same;
   }
 
-  static void CheckH100Capture(const char* path,
-                               absl::Span<const H100Gap> gaps,
+  static void CheckH100Capture(const char* path, absl::Span<const H100Gap> gaps,
                                int expected_reserving);
 
   static std::vector<CapturedGraph>* graphs_;
