@@ -650,6 +650,8 @@ class ForwardToBackwardTest(unittest.TestCase):
         answer = pb.PlanMemoryResponse(
             pools=[pb.Pool(name="pool0", device="cuda:0", size_bytes=8192)],
             assignments=[pb.Assignment(pool="pool0", offset=0)],
+            segment_reservations=[pb.SegmentReservation(
+                device="cuda:0", size_bytes=16 << 20)],
             stats=pb.PlanStats(planner="partition"))
         with mock.patch.dict("sys.modules", inductor_modules()):
             self.assertIsNone(hook.GraphMemory(forward, []).forward)
@@ -660,9 +662,11 @@ class ForwardToBackwardTest(unittest.TestCase):
         # primals_1: returned as it is, the forward's own input).
         graph = hook.forward_graph(memory.forward, inputs)
         self.assertEqual(graph.request, sent)
-        # The plan: pools and assignments (what the service reads).
+        # The plan: pools, assignments and the segment reservations the
+        # forward's code makes (what the service reads).
         self.assertEqual(graph.plan, pb.PlanMemoryResponse(
-            pools=answer.pools, assignments=answer.assignments))
+            pools=answer.pools, assignments=answer.assignments,
+            segment_reservations=answer.segment_reservations))
         self.assertEqual([(s.input, s.forward_output)
                           for s in graph.input_sources],
                          [("relu", "buf3"), ("mul", "buf11"),

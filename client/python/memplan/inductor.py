@@ -256,8 +256,8 @@ class ForwardOutputs:
     (a user output) is one of them.
 
     request: the PlanMemoryRequest the forward sent (events; None where it
-    sent none); plan: the service's PlanMemoryResponse to it, pools and
-    assignments only; buffer_of: output FX name -> the buffer Inductor
+    sent none); plan: the service's PlanMemoryResponse to it, pools,
+    assignments and segment reservations only; buffer_of: output FX name -> the buffer Inductor
     returns for it (_forward_output_buffers). Its backward's request
     carries them (ForwardGraph), so the service starts the backward's peaks
     from the allocator state the forward leaves."""
@@ -402,8 +402,12 @@ def _note_forward_pools(graph, groups, placement, request, response,
                      zip(output_args, output_buffers)
                      if name and buffer is not None}
     sent = request if request.events else None
-    plan = pb.PlanMemoryResponse(pools=response.pools,
-                                 assignments=response.assignments)
+    # The plan as the forward runs it: its pools, assignments and the
+    # segment reservations its code makes at the entry (a private-pool
+    # forward's), which decide the blocks its backward starts from.
+    plan = pb.PlanMemoryResponse(
+        pools=response.pools, assignments=response.assignments,
+        segment_reservations=response.segment_reservations)
 
     def update(record):
         record.pool_of, record.pool_bytes = pool_of, pool_bytes
@@ -1276,7 +1280,8 @@ def _install_cache_key(state):
 # _recast); 13: training graphs in the hook's private pool, a training
 # forward's reservation there (PlanOptions.private_pool, with_private_pool);
 # 14: private_pool "auto" by default (forwards whose caller's outputs are
-# small, and their backward graphs: _runs_in_private_pool).
+# small, and their backward graphs: _runs_in_private_pool), and a
+# backward's ForwardGraph.plan carries the forward's segment reservations.
 _CODEGEN_VERSION = 14
 
 
