@@ -853,5 +853,30 @@ TEST_F(WholeGraphGpuTest, TheH100CaptureIsWhatTheH100Measured) {
   CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100, kH100Gaps, 14);
 }
 
+// The hook as it ships (codegen version 14: private_pool "auto", a
+// backward's ForwardGraph.plan with its forward's reservation; runs T2, U8
+// and W7, testdata/whole_graph/captured_h100_shipped.jsonl.gz: docs/gpu.md
+// "Private pool \"auto\" and a backward's forward reservation"): the CNN,
+// vit_b_16 and swin_t training graphs in the private pool (configuration
+// partition_grads, its forwards reserving), the others in the default
+// pool with their forwards' cached blocks, default's own requests
+// (default_request) from the hook in shadow. 44 of 46 within 1%, as the
+// workers recorded them. Gaps: resnet50's backward in the private pool
+// (-2.58%: the model starts it from its forward's replay in a fresh pool,
+// where the pool holds the segments earlier steps left, which no request
+// describes; not diagnosed further), swin_t's backward (-7.83% memplan,
+// -3.20% default's baseline: swin_t compiles differently from run to run,
+// and its backward missed in earlier runs too, docs/gpu.md "Runs U1 to
+// U4"; not diagnosed). Bounds: those errors, rounded up.
+constexpr H100Gap kShippedGaps[] = {
+    {"resnet50.training.1", 0.03},
+    {"swin_t.training.1", 0.08},
+};
+
+TEST_F(WholeGraphGpuTest, TheShippedHooksH100CaptureIsWhatTheH100Measured) {
+  // The private-pool forwards: the six CNNs', vit_b_16's and swin_t's.
+  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100_SHIPPED, kShippedGaps, 8);
+}
+
 }  // namespace
 }  // namespace memplan
