@@ -856,7 +856,7 @@ TEST_F(WholeGraphGpuTest, TheH100CaptureIsWhatTheH100Measured) {
 // The hook as it ships (codegen version 14: private_pool "auto", a
 // backward's ForwardGraph.plan with its forward's reservation; runs T2, U8
 // and W7, testdata/whole_graph/captured_h100_shipped.jsonl.gz: docs/gpu.md
-// "Private pool \"auto\" and a backward's forward reservation"): the CNN,
+// "Private pool "auto" and a backward's forward reservation"): the CNN,
 // vit_b_16 and swin_t training graphs in the private pool (configuration
 // partition_grads, its forwards reserving), the others in the default
 // pool with their forwards' cached blocks, default's own requests
