@@ -274,6 +274,103 @@ StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
   return reserved;
 }
 
+PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
+                            const WrapperProgram* program,
+                            const PoolLines* lines, const DeviceMemory& memory,
+                            Bytes forward_reservation) {
+  PrivateStep result;
+  // The forward from an empty pool: nothing cached on the device.
+  GraphTimeline forward = step.forward_timeline;
+  for (std::vector<DeviceMemory>* side :
+       {&forward.unplanned, &forward.baseline}) {
+    for (DeviceMemory& device : *side) {
+      if (device.device != memory.device) continue;
+      device.start = nullptr;
+      device.cached.clear();
+    }
+  }
+  Plan plan = step.forward_plan;
+  plan.reservations.erase(
+      std::remove_if(plan.reservations.begin(), plan.reservations.end(),
+                     [&](const SegmentReservation& reservation) {
+                       return reservation.device == memory.device;
+                     }),
+      plan.reservations.end());
+  if (forward_reservation > 0) {
+    plan.reservations.push_back(
+        SegmentReservation{memory.device, forward_reservation});
+  }
+  const absl::flat_hash_set<std::string> outputs(step.forward_outputs.begin(),
+                                                 step.forward_outputs.end());
+  const ForwardEnd end =
+      PlannedForwardEnd(step.forward, plan, forward, outputs);
+  Bytes held = 0;  // in use at the forward's return, above its start
+  for (const auto& [name, model] : end.models) {
+    if (name != memory.device) continue;
+    result.reserved = model->stats().reserved;
+    result.peak_allocated = model->stats().peak_allocated;
+    held = model->stats().allocated;
+  }
+  EntryState entry;
+  entry.predicted = SideOf(end, step.forward_outputs, step.sources);
+  entry.baseline = entry.predicted;
+  const GraphTimeline timeline =
+      WholeGraphTimeline(backward, program, lines, &entry);
+  for (const DeviceMemory& unplanned : timeline.unplanned) {
+    if (unplanned.device != memory.device) continue;
+    DeviceMemory replay = unplanned;
+    // As NextStepReserved: the plan's blocks follow the unplanned ones.
+    const size_t first =
+        std::min(unplanned.blocks.size(), memory.blocks.size());
+    replay.blocks.insert(replay.blocks.end(), memory.blocks.begin() + first,
+                         memory.blocks.end());
+    const CachingAllocatorStats stats = ReplayCachingAllocator(replay).stats;
+    result.reserved += stats.reserved;
+    result.peak_allocated =
+        std::max(result.peak_allocated, held + stats.peak_allocated);
+  }
+  return result;
+}
+
+StepReservationChoice StepReservation(const TrainingStep& step,
+                                      const Problem& backward,
+                                      const WrapperProgram* program,
+                                      const PoolLines* lines,
+                                      const DeviceMemory& memory) {
+  constexpr Bytes kRound = CachingAllocatorModel::kRoundLarge;
+  StepReservationChoice choice;
+  Bytes own = 0;
+  for (const SegmentReservation& reservation : step.forward_plan.reservations) {
+    if (reservation.device == memory.device) own = reservation.size;
+  }
+  if (own <= 0) return choice;
+  const PrivateStep with_own =
+      PrivatePoolStep(step, backward, program, lines, memory, own);
+  choice.reserved = with_own.reserved;
+  const Bytes ceiling = with_own.peak_allocated / kRound * kRound;
+  const Bytes beyond = with_own.reserved - own;  // the other segments' bytes
+  if (ceiling <= own || beyond <= 0) return choice;
+  std::vector<Bytes> sizes;
+  for (int eighths = 1; eighths <= 8; ++eighths) {
+    sizes.push_back(own + beyond * eighths / 8 / kRound * kRound);
+  }
+  sizes.push_back(ceiling);
+  Bytes to_beat = with_own.reserved - kRound;  // at least 2 MiB less
+  for (Bytes size : sizes) {
+    size = std::min(size, ceiling);
+    if (size <= own || size == choice.reservation) continue;
+    const PrivateStep with =
+        PrivatePoolStep(step, backward, program, lines, memory, size);
+    if (with.peak_allocated > with_own.peak_allocated) continue;
+    if (with.reserved <= to_beat) {  // the smallest of the least
+      choice.reservation = size;
+      choice.reserved = with.reserved;
+      to_beat = with.reserved - 1;
+    }
+  }
+  return choice;
+}
+
 EntryReleases::EntryReleases(const EntrySide* side) : side_(side) {
   if (side_ != nullptr) references_ = side_->references;
 }

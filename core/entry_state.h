@@ -222,6 +222,50 @@ StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
                               const DeviceMemory& memory,
                               const std::vector<int32_t>& kept);
 
+// One training step in a private pool (Problem::private_pool: the step's
+// graphs in a torch.cuda.MemPool of their own, which nothing else
+// allocates from) on one device, from an empty pool: the forward replayed
+// with its plan, its segment reservation on that device
+// `forward_reservation` bytes (0: none) instead of the plan's, then the
+// backward planned as `memory` (as NextStepReserved's: the backward's
+// unplanned blocks, then the plan's pools) from the state that forward
+// leaves. O(k log k) replays plus one timeline of the lines.
+struct PrivateStep {
+  Bytes reserved = 0;        // the segments the step takes, in bytes
+  Bytes peak_allocated = 0;  // the most bytes in use above the step's start
+};
+PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
+                            const WrapperProgram* program,
+                            const PoolLines* lines, const DeviceMemory& memory,
+                            Bytes forward_reservation);
+
+// The segment reservation, in bytes (a multiple of 2 MiB), that a training
+// forward running in a private pool should make at its entry so that its
+// step (PrivatePoolStep, the backward planned as `memory`) takes the least
+// segments: the forward's own reservation (step.forward_plan's on
+// memory.device, its predicted peak rounded down) holds the forward, and
+// the backward's requests beyond what the forward's frees leave in it take
+// segments of their own (vit_b_16's backward on an H100: a 38 MiB segment
+// beside a 1932 MiB reservation, docs/gpu.md "Step reservations").
+// Candidates: the forward's reservation enlarged by 1/8 to 8/8 of the
+// bytes of those segments, and the step's peak, each rounded down to 2 MiB
+// and at most the step's peak allocated (so the reservation, allocated and
+// freed at the forward's entry, never raises the step's peak). Returns the
+// least reserving candidate (the smallest of those) where it reserves at
+// least 2 MiB less than the forward's own reservation does, with the
+// step's reserved bytes; reservation 0 where none does (`reserved` then
+// the step's with the forward's own), or where the forward has no
+// reservation on the device (`reserved` 0). O(10) PrivatePoolStep.
+struct StepReservationChoice {
+  Bytes reservation = 0;  // bytes; 0: the forward's own reservation stays
+  Bytes reserved = 0;     // the step's segments with it (PrivatePoolStep)
+};
+StepReservationChoice StepReservation(const TrainingStep& step,
+                                      const Problem& backward,
+                                      const WrapperProgram* program,
+                                      const PoolLines* lines,
+                                      const DeviceMemory& memory);
+
 // Releases of a backward's freed inputs against one side's entry state,
 // in the order the backward frees them.
 class EntryReleases {

@@ -80,7 +80,10 @@ namespace memplan {
 //      partition also tries pools capped at 1/2 to 1/16 of the largest
 //      intermediate, and takes a candidate of up to twice the fewest pools
 //      where it reserves less by more than the model's error.
-inline constexpr uint32_t kPlannerVersion = 17;
+//   18: strategy partition names, for a training backward in a private
+//      pool whose forward reserves a segment, the forward's reservation
+//      sized for the step (Plan::forward_reservations, StepReservation).
+inline constexpr uint32_t kPlannerVersion = 18;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

@@ -317,6 +317,12 @@ struct Plan {
   std::vector<std::string> symbolic_offsets;
   // At most one per device, only where Problem::reserve_segments.
   std::vector<SegmentReservation> reservations;
+  // A training backward in a private pool (Problem::private_pool) whose
+  // forward reserves a segment (the forward's plan's reservations): per
+  // device, at most one, the reservation its forward should make instead,
+  // sized for the whole step (core/entry_state.h StepReservation). The
+  // caller's forward runs it from the next call on.
+  std::vector<SegmentReservation> forward_reservations;
   // How the plan was found (not compared by ==): the strategy that made it,
   // e.g. "inductor" or "best_fit(size)", and whether it is proven minimal.
   std::string planner;
@@ -339,7 +345,8 @@ struct Plan {
   friend bool operator==(const Plan& a, const Plan& b) {
     return a.pools == b.pools && a.assignments == b.assignments &&
            a.symbolic_offsets == b.symbolic_offsets &&
-           a.reservations == b.reservations;
+           a.reservations == b.reservations &&
+           a.forward_reservations == b.forward_reservations;
   }
 };
 

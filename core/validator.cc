@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/problem.h"
 
 namespace memplan {
@@ -344,21 +345,18 @@ absl::Status CheckCapacity(const Problem& problem, const Plan& plan) {
   return absl::OkStatus();
 }
 
-// Checks the segment reservations: only where the problem allows them, at
-// most one per device, each on a device of some buffer, of a positive
+// Checks one list of segment reservations (`label`: its name in errors):
+// at most one per device, each on a device of some buffer, of a positive
 // multiple of 2 MiB.
-absl::Status CheckReservations(const Problem& problem, const Plan& plan) {
+absl::Status CheckReservationList(const Problem& problem,
+                                  const std::vector<SegmentReservation>& list,
+                                  absl::string_view label) {
   constexpr Bytes kSegmentUnit = Bytes{2} << 20;
-  if (!plan.reservations.empty() && !problem.reserve_segments) {
-    return absl::InternalError(
-        "the plan has segment reservations, which the problem does not allow "
-        "(reserve_segments)");
-  }
-  for (size_t r = 0; r < plan.reservations.size(); ++r) {
-    const SegmentReservation& reservation = plan.reservations[r];
+  for (size_t r = 0; r < list.size(); ++r) {
+    const SegmentReservation& reservation = list[r];
     if (reservation.size <= 0 || reservation.size % kSegmentUnit != 0) {
       return absl::InternalError(
-          absl::StrCat("reservations[", r, "]: size ", reservation.size,
+          absl::StrCat(label, "[", r, "]: size ", reservation.size,
                        " bytes is not a positive multiple of 2 MiB"));
     }
     const bool used =
@@ -367,19 +365,40 @@ absl::Status CheckReservations(const Problem& problem, const Plan& plan) {
                       return buffer.device == reservation.device;
                     });
     if (!used) {
-      return absl::InternalError(
-          absl::StrCat("reservations[", r, "]: device \"", reservation.device,
-                       "\" holds no buffer"));
+      return absl::InternalError(absl::StrCat(label, "[", r, "]: device \"",
+                                              reservation.device,
+                                              "\" holds no buffer"));
     }
     for (size_t e = 0; e < r; ++e) {
-      if (plan.reservations[e].device == reservation.device) {
+      if (list[e].device == reservation.device) {
         return absl::InternalError(
-            absl::StrCat("reservations[", e, "] and reservations[", r,
+            absl::StrCat(label, "[", e, "] and ", label, "[", r,
                          "] are both on device \"", reservation.device, "\""));
       }
     }
   }
   return absl::OkStatus();
+}
+
+// Checks the segment reservations: only where the problem allows them
+// (reserve_segments; a forward's, private_pool), each list as
+// CheckReservationList.
+absl::Status CheckReservations(const Problem& problem, const Plan& plan) {
+  if (!plan.reservations.empty() && !problem.reserve_segments) {
+    return absl::InternalError(
+        "the plan has segment reservations, which the problem does not allow "
+        "(reserve_segments)");
+  }
+  if (!plan.forward_reservations.empty() && !problem.private_pool) {
+    return absl::InternalError(
+        "the plan has forward reservations, which a graph outside a private "
+        "pool does not get (private_pool)");
+  }
+  absl::Status status =
+      CheckReservationList(problem, plan.reservations, "reservations");
+  if (!status.ok()) return status;
+  return CheckReservationList(problem, plan.forward_reservations,
+                              "forward_reservations");
 }
 
 }  // namespace

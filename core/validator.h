@@ -39,8 +39,10 @@ namespace memplan {
 // Pool names must be unique and pools non-empty (every pool holds a buffer).
 // With problem.capacity > 0, the pools of each device total at most it.
 // Segment reservations (Plan::reservations) only with
-// problem.reserve_segments, at most one per device, each on a device that
-// holds a buffer, of a positive multiple of 2 MiB.
+// problem.reserve_segments, forward reservations (Plan::
+// forward_reservations) only with problem.private_pool; each list at most
+// one per device, each on a device that holds a buffer, of a positive
+// multiple of 2 MiB.
 absl::Status ValidatePlan(const Problem& problem, const Plan& plan);
 
 }  // namespace memplan

@@ -773,6 +773,11 @@ absl::StatusOr<v1::PlanMemoryResponse> PlanToResponse(
     wire->set_device(reservation.device);
     wire->set_size_bytes(reservation.size);
   }
+  for (const SegmentReservation& reservation : plan.forward_reservations) {
+    v1::SegmentReservation* wire = response.add_forward_segment_reservations();
+    wire->set_device(reservation.device);
+    wire->set_size_bytes(reservation.size);
+  }
   v1::PlanStats* stats = response.mutable_stats();
   const LowerBounds bounds = ComputeLowerBounds(problem);
   stats->set_lower_bound_bytes(bounds.plain);
@@ -848,6 +853,11 @@ absl::StatusOr<Plan> ResponseToPlan(const v1::PlanMemoryResponse& response) {
   }
   for (const v1::SegmentReservation& wire : response.segment_reservations()) {
     plan.reservations.push_back(
+        SegmentReservation{wire.device(), wire.size_bytes()});
+  }
+  for (const v1::SegmentReservation& wire :
+       response.forward_segment_reservations()) {
+    plan.forward_reservations.push_back(
         SegmentReservation{wire.device(), wire.size_bytes()});
   }
   return plan;

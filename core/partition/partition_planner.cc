@@ -835,8 +835,21 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       std::vector<MemoryBlock> blocks;
       std::vector<int32_t> kept;
       Bytes reserved = 0;
+      Bytes step_reservation = 0;
     };
     std::vector<Replayed> replayed;
+    // A backward in a private pool whose forward reserves a segment on the
+    // device: judged by its step in that pool (StepReservation: the
+    // forward's reservation sized for the step where that takes fewer
+    // segments), not by the default pool's next step.
+    bool private_step = false;
+    if (by_step && problem.private_pool) {
+      for (const SegmentReservation& reservation :
+           context.step->forward_plan.reservations) {
+        if (reservation.device == device) private_step = true;
+      }
+    }
+    std::vector<Bytes> step_reservation(candidates.size(), 0);
     for (size_t c = 0; c < candidates.size(); ++c) {
       reserved[c] = candidates[c]->reserved();
       if (!by_step || !near_peak(*candidates[c])) continue;
@@ -849,14 +862,24 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
           });
       if (same != replayed.end()) {
         reserved[c] = same->reserved;
+        step_reservation[c] = same->step_reservation;
         continue;
       }
       if (absl::Status status = context.Check(); !status.ok()) return status;
-      reserved[c] =
-          NextStepReserved(*context.step, problem, context.wrapper_program,
-                           context.wrapper_lines, memory, kept)
-              .total();
-      replayed.push_back(Replayed{memory.blocks, kept, reserved[c]});
+      if (private_step) {
+        const StepReservationChoice choice =
+            StepReservation(*context.step, problem, context.wrapper_program,
+                            context.wrapper_lines, memory);
+        reserved[c] = choice.reserved;
+        step_reservation[c] = choice.reservation;
+      } else {
+        reserved[c] =
+            NextStepReserved(*context.step, problem, context.wrapper_program,
+                             context.wrapper_lines, memory, kept)
+                .total();
+      }
+      replayed.push_back(
+          Replayed{memory.blocks, kept, reserved[c], step_reservation[c]});
     }
     // Segment reservations (Problem::reserve_segments; never for a training
     // backward judged by its step, nor under dynamic shapes, where one size
@@ -1027,6 +1050,10 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     if (reservation[chosen] > 0) {
       plan.reservations.push_back(
           SegmentReservation{device, reservation[chosen]});
+    }
+    if (step_reservation[chosen] > 0) {
+      plan.forward_reservations.push_back(
+          SegmentReservation{device, step_reservation[chosen]});
     }
     // Pools by their first allocation (then as opened).
     const std::vector<PoolState>& pools = partition.pools();

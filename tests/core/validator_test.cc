@@ -347,6 +347,32 @@ TEST(ValidatePlanTest, SegmentReservations) {
                  "\"cuda:0\"");
 }
 
+// A training backward's reservations for its forward's step
+// (Plan::forward_reservations): only in a private pool, checked as the
+// plan's own.
+TEST(ValidatePlanTest, ForwardReservations) {
+  constexpr Bytes kMiB = Bytes{1} << 20;
+  Problem problem;
+  problem.buffers = {MakeBuffer("a", 100, 0, 2)};
+  Plan plan;
+  plan.pools = {{"pool0", "cuda:0", 128}};
+  plan.assignments = {{0, 0}};
+  plan.forward_reservations = {{"cuda:0", 20 * kMiB}};
+  ExpectInternal(problem, plan,
+                 "the plan has forward reservations, which a graph outside a "
+                 "private pool does not get (private_pool)");
+  problem.private_pool = true;
+  EXPECT_TRUE(ValidatePlan(problem, plan).ok());
+  plan.forward_reservations[0].size = 3 * kMiB;
+  ExpectInternal(problem, plan,
+                 "forward_reservations[0]: size 3145728 bytes is not a "
+                 "positive multiple of 2 MiB");
+  plan.forward_reservations = {{"cuda:0", 2 * kMiB}, {"cuda:0", 4 * kMiB}};
+  ExpectInternal(problem, plan,
+                 "forward_reservations[0] and forward_reservations[1] are "
+                 "both on device \"cuda:0\"");
+}
+
 // Inductor's padding: a SpatialSplit's right part starts at align(left).
 //   offset ^
 //      158 |         +-------+

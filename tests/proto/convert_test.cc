@@ -847,6 +847,21 @@ TEST(PlanToResponseTest, SegmentReservationsComeThroughBothWays) {
   const absl::StatusOr<Plan> back = ResponseToPlan(*response);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->reservations, plan.reservations);
+  // A private-pool backward's reservations for its forward's step: in
+  // forward_segment_reservations, in neither stat (the forward runs them).
+  plan.forward_reservations = {{device, Bytes{24} << 20}};
+  const absl::StatusOr<v1::PlanMemoryResponse> step =
+      PlanToResponse(problem, plan, ResponseInfo());
+  ASSERT_TRUE(step.ok()) << step.status();
+  ASSERT_EQ(step->forward_segment_reservations_size(), 1);
+  EXPECT_EQ(step->forward_segment_reservations(0).device(), device);
+  EXPECT_EQ(step->forward_segment_reservations(0).size_bytes(),
+            Bytes{24} << 20);
+  EXPECT_EQ(step->stats().predicted_reserved_bytes(),
+            response->stats().predicted_reserved_bytes());
+  const absl::StatusOr<Plan> step_back = ResponseToPlan(*step);
+  ASSERT_TRUE(step_back.ok()) << step_back.status();
+  EXPECT_EQ(step_back->forward_reservations, plan.forward_reservations);
 }
 
 // retained_bytes counts every pool that holds an output, each once.

@@ -288,7 +288,7 @@ TEST_F(EndToEndTest, GraphHashIsTheSameInEveryProcessAndCached) {
   const std::string hash = RequestGraphHash(*request).value();
   // Changes only with kGraphHashFormatVersion or kPlannerVersion (or the
   // corpus file).
-  EXPECT_EQ(hash, "175e69bf631b4e597289306e6de04e1f");
+  EXPECT_EQ(hash, "d628ddfe4c500b1249d15b12805c16ba");
   for (const v1::CacheStatus cache :
        {v1::CACHE_STATUS_MISS, v1::CACHE_STATUS_LOCAL}) {
     const RunResult run = Memplan({"plan", "--strategy=inductor", file});

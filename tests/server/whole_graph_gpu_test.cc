@@ -319,7 +319,8 @@ class WholeGraphGpuTest : public testing::Test {
   }
 
   static void CheckH100Capture(const char* path, absl::Span<const H100Gap> gaps,
-                               int expected_reserving);
+                               int expected_reserving,
+                               int expected_step_reserving);
 
   static std::vector<CapturedGraph>* graphs_;
   static Server* server_;
@@ -784,12 +785,13 @@ constexpr H100Gap kH100Gaps[] = {
 // predicted peak rounded down to 2 MiB.
 void WholeGraphGpuTest::CheckH100Capture(const char* path,
                                          absl::Span<const H100Gap> gaps,
-                                         int expected_reserving) {
+                                         int expected_reserving,
+                                         int expected_step_reserving) {
   absl::StatusOr<std::vector<CapturedGraph>> captured =
       ReadCapturedGraphs(path);
   ASSERT_TRUE(captured.ok()) << captured.status();
   ASSERT_EQ(captured->size(), 46u);
-  int within = 0, reserving = 0;
+  int within = 0, reserving = 0, step_reserving = 0;
   for (const H100Gap& gap : gaps) {
     EXPECT_TRUE(std::any_of(
         captured->begin(), captured->end(),
@@ -827,6 +829,23 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
           ++reserving;
         }
       }
+      if (options.private_pool() && graph.request.has_forward()) {
+        // A private-pool backward: the step's reservation, where named,
+        // larger than the forward's own (StepReservation).
+        const v1::PlanMemoryRequest sent =
+            AsSent(graph.name, graph.request, configuration, "");
+        const v1::PlanMemoryResponse& forward_plan = sent.forward().plan();
+        for (const v1::SegmentReservation& step :
+             response.forward_segment_reservations()) {
+          ASSERT_EQ(forward_plan.segment_reservations_size(), 1) << graph.name;
+          const int64_t own = forward_plan.segment_reservations(0).size_bytes();
+          EXPECT_GT(step.size_bytes(), own) << graph.name;
+          EXPECT_EQ(step.size_bytes() % (int64_t{2} << 20), 0) << graph.name;
+          absl::StrAppendFormat(&line, " step reservation %d MiB (own %d)",
+                                step.size_bytes() >> 20, own >> 20);
+          ++step_reserving;
+        }
+      }
     }
     const int64_t baseline = DefaultStats(graph).baseline_peak_bytes();
     const double error = RelativeError(baseline, graph.default_measured);
@@ -844,13 +863,16 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
     std::printf("%s%s\n", line.c_str(), gap ? "  (known H100 gap)" : "");
   }
   EXPECT_EQ(reserving, expected_reserving);
-  std::printf("H100 graphs within 1%%: %d of %zu; forwards reserving: %d\n",
-              within, captured->size(), reserving);
+  EXPECT_EQ(step_reserving, expected_step_reserving);
+  std::printf(
+      "H100 graphs within 1%%: %d of %zu; forwards reserving: %d; backwards "
+      "sizing their forward's reservation for the step: %d\n",
+      within, captured->size(), reserving, step_reserving);
 }
 
 TEST_F(WholeGraphGpuTest, TheH100CaptureIsWhatTheH100Measured) {
   // Every training forward of at least 10 MiB: one per model, t5's three.
-  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100, kH100Gaps, 14);
+  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100, kH100Gaps, 14, 7);
 }
 
 // The hook as it ships (codegen version 14: private_pool "auto", a
@@ -875,7 +897,7 @@ constexpr H100Gap kShippedGaps[] = {
 
 TEST_F(WholeGraphGpuTest, TheShippedHooksH100CaptureIsWhatTheH100Measured) {
   // The private-pool forwards: the six CNNs', vit_b_16's and swin_t's.
-  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100_SHIPPED, kShippedGaps, 8);
+  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100_SHIPPED, kShippedGaps, 8, 3);
 }
 
 }  // namespace
