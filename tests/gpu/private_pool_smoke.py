@@ -7,7 +7,12 @@ private pool) trained with Adam for three steps, compiled
   default      torch.compile's default mode: the forward's request asks for
                the private pool and a reservation, both graphs' code enter
                the pool, the reservation lands there (torch.cuda.MemPool's
-               segments), the optimizer's state does not;
+               segments), the optimizer's state does not, and the
+               backward compiles right after the forward, before it runs
+               (install() sets AOTAutograd's
+               force_non_lazy_backward_lowering, uninstall() puts it back),
+               so that its plan can size the forward's reservation for
+               the step (stats()' "step_reservations");
   cudagraphs   mode="reduce-overhead" (cudagraph trees, their own pool): no
                graph asks for the private pool and the step runs (it failed
                with "storage data ptrs are not allocated in pool" before
@@ -63,10 +68,20 @@ def worker(mode, target):
         torch._inductor.config.memory_planning = hooked
         step = torch.compile(model, mode=compile_mode)
         losses = []
+        early = {}
         try:
             for _ in range(STEPS):
                 optimizer.zero_grad(set_to_none=True)
-                loss = torch.nn.functional.cross_entropy(step(data), labels)
+                out = step(data)
+                if hooked and not early:
+                    # install(training=True) has AOTAutograd compile the
+                    # backward right after the forward (before it runs).
+                    early["graphs_after_first_forward"] = len(
+                        hook.stats()["graphs"])
+                    early["non_lazy_backward"] = bool(
+                        torch._functorch.config.
+                        force_non_lazy_backward_lowering)
+                loss = torch.nn.functional.cross_entropy(out, labels)
                 loss.backward()
                 optimizer.step()
                 losses.append(loss.item())
@@ -76,6 +91,10 @@ def worker(mode, target):
             if hooked:
                 hook.uninstall()
                 torch._inductor.config.memory_planning = False
+                early["non_lazy_after_uninstall"] = bool(
+                    torch._functorch.config.force_non_lazy_backward_lowering)
+        if stats is not None:
+            stats["early"] = early
         state = [t for s in optimizer.state.values() for t in s.values()
                  if isinstance(t, torch.Tensor) and t.is_cuda]
         return losses, stats, state
@@ -95,7 +114,10 @@ def worker(mode, target):
                fallbacks=stats["fallbacks"],
                private=[(g["phase"], g["request"].options.private_pool)
                         for g in graphs if "request" in g],
-               reservations=[g.get("segment_reservations") for g in graphs])
+               reservations=[g.get("segment_reservations") for g in graphs],
+               step_reservations=[g.get("step_reservations")
+                                  for g in graphs],
+               **stats["early"])
     row["max_relative_difference"] = max(
         abs(a - b) / max(abs(b), 1e-30) for a, b in zip(hooked, plain))
     if row["max_relative_difference"] > 1e-5:
@@ -103,6 +125,11 @@ def worker(mode, target):
     if stats["fallbacks"] or stats["service_plans"] != 2:
         problems.append("not every graph planned by the service")
     want_private = mode == "default"
+    if row["non_lazy_after_uninstall"]:
+        problems.append("uninstall() left the backward lowering non-lazy")
+    if want_private and (row["graphs_after_first_forward"] != 2
+                         or not row["non_lazy_backward"]):
+        problems.append("the backward did not compile with its forward")
     if any(private != want_private for _, private in row["private"]):
         problems.append(f"private_pool should be {want_private} on every "
                         "training graph")

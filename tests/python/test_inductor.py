@@ -1588,6 +1588,91 @@ class ServiceTest(unittest.TestCase):
                     "del memplan_pool_route", asked_private)
                 hook.uninstall()
 
+    def test_a_backward_sizes_its_private_forwards_reservation(self):
+        # A private-pool forward's reservation reads its size at run time
+        # (reservation_bytes, keyed by the forward's graph_hash and device);
+        # its backward's plan names the step's
+        # (forward_segment_reservations), which the forward then reserves,
+        # once per pool: a pool that cached one size keeps it until
+        # release_private_pools(). The forward's stats() record gets the
+        # step's reservation as its predicted peak's floor.
+        class Sizing:
+            def __init__(self, client):
+                self.client = client
+
+            def plan(self, request, *args, **kwargs):
+                response = self.client.plan(request, *args, **kwargs)
+                if request.options.reserve_segments:
+                    response.segment_reservations.add(device="cuda:0",
+                                                      size_bytes=64 << 20)
+                elif request.options.private_pool:  # the backward's
+                    response.forward_segment_reservations.add(
+                        device="cuda:0", size_bytes=80 << 20)
+                return response
+
+        hook.release_private_pools()
+        lines, mp = graph_of_phase("forward")
+        mp.V.graph.graph_id = 7301
+        hook._install_on(mp, Sizing(self.client), "auto", None, "events",
+                         training=True, reserve_segments=True,
+                         private_pool=True)
+        planned = mp.MemoryPlanner().plan(lines)
+        forward = hook.stats()["graphs"][-1]
+        hook.uninstall()
+        key = f"{forward['graph_hash']}@cuda:0"
+        self.assertEqual(
+            planned[1], "from memplan.inductor import reservation_bytes as "
+            "memplan_reservation_bytes; memplan_segment0 = torch.empty(("
+            f"memplan_reservation_bytes({key!r}, 67108864),), "
+            "dtype=torch.uint8, device='cuda:0'); del memplan_segment0")
+        self.assertNotIn(key, hook._step_reservations)
+
+        lines, mp = graph_of_phase("backward")
+        mp.V.graph.graph_id = 7301
+        hook._install_on(mp, Sizing(self.client), "auto", None, "events",
+                         training=True, reserve_segments=True,
+                         private_pool=True)
+        mp.MemoryPlanner().plan(lines)
+        backward = hook.stats()["graphs"][-1]
+        hook.uninstall()
+        self.assertEqual(backward["step_reservations"], [("cuda:0", 80 << 20)])
+        forward = hook.stats()["graphs"][-2]
+        self.assertEqual(forward["step_reservations"], [("cuda:0", 80 << 20)])
+        self.assertEqual(forward["predicted_peak_bytes"], max(
+            80 << 20, forward["planned_predicted_peak_bytes"]))
+
+        # The code's call: the step's size, then the same while the pools
+        # live, the step's again after release_private_pools().
+        self.assertEqual(hook.reservation_bytes(key, 64 << 20), 80 << 20)
+        hook._step_reservations[key] = 96 << 20
+        self.assertEqual(hook.reservation_bytes(key, 64 << 20), 80 << 20)
+        hook.release_private_pools()
+        self.assertEqual(hook.reservation_bytes(key, 64 << 20), 96 << 20)
+        # A key no backward sized: the plan's own.
+        self.assertEqual(hook.reservation_bytes("other@cuda:0", 64 << 20),
+                         64 << 20)
+        hook.release_private_pools()
+
+    def test_a_step_sized_reservation_inside_the_guard(self):
+        # As the wrapper allocates, the size read at run time.
+        fake_torch = types.ModuleType("torch")
+        fake_torch.uint8 = UINT8
+        fake_torch.device = lambda text: types.SimpleNamespace(
+            type=text.split(":")[0], index=int(text.split(":")[1]))
+        response = pb.PlanMemoryResponse()
+        response.segment_reservations.add(device="cuda:0", size_bytes=64 << 20)
+        lines = [EnterDeviceContextManagerLine(0), "return ()"]
+        with mock.patch.dict("sys.modules", {"torch": fake_torch}):
+            planned = hook.with_reservations(lines, response, Wrapper(),
+                                             "abc")
+        self.assertEqual(planned, [
+            lines[0],
+            "from memplan.inductor import reservation_bytes as "
+            "memplan_reservation_bytes; memplan_segment0 = "
+            "empty_strided_cuda((memplan_reservation_bytes('abc@cuda:0', "
+            "67108864), ), (1, ), torch.uint8); del memplan_segment0",
+            "return ()"])
+
     def test_auto_picks_forwards_whose_callers_outputs_are_small(self):
         # private_pool="auto" (the default): a training forward runs in the
         # private pool where every output its caller receives (AOTAutograd's

@@ -272,6 +272,13 @@ class ForwardOutputs:
         # Whether the forward runs in the hook's private pool (install's
         # private_pool "auto": its backward follows it).
         self.private = False
+        # A private-pool forward's segment reservations read their size at
+        # run time under this key (reservation_bytes; the forward's
+        # graph_hash), which its backward's plan may enlarge for the step.
+        self.reservation_key = None
+        # Its stats() record, whose predicted peak a step reservation
+        # raises.
+        self.stats_record = None
 
     def pool_members(self, pool):
         return {name for name, index in self.pool_of.items()
@@ -1166,6 +1173,17 @@ def _install_training(state):
 
     _patch(state, W.PythonWrapperCodegen, "run_wrapper_ir_passes",
            run_wrapper_ir_passes)
+    if state.private_pool:
+        # A backward compiled right after its forward, before the forward
+        # first runs: its plan sizes the forward's reservation for the step
+        # (reservation_bytes) from the first call on.
+        try:
+            from torch._functorch import config as functorch_config
+        except ImportError:
+            return
+        if hasattr(functorch_config, "force_non_lazy_backward_lowering"):
+            _patch(state, functorch_config,
+                   "force_non_lazy_backward_lowering", True)
 
 
 # --- Shadow: every graph predicted, none planned ------------------------------
@@ -1281,8 +1299,11 @@ def _install_cache_key(state):
 # forward's reservation there (PlanOptions.private_pool, with_private_pool);
 # 14: private_pool "auto" by default (forwards whose caller's outputs are
 # small, and their backward graphs: _runs_in_private_pool), and a
-# backward's ForwardGraph.plan carries the forward's segment reservations.
-_CODEGEN_VERSION = 14
+# backward's ForwardGraph.plan carries the forward's segment reservations;
+# 15: a private-pool forward's reservation sized at run time, from its
+# backward's plan (reservation_bytes), and backward graphs compiled right
+# after their forward.
+_CODEGEN_VERSION = 15
 
 
 def private_pool_value(private_pool):
@@ -1488,8 +1509,13 @@ def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
                             "other lines than the service's "
                             "first_allocation_event/last_free_event")
         if record is not None:
+            step_key = None
+            if record["request"].options.private_pool and \
+                    record["phase"] == "forward":
+                step_key = record["graph_hash"]
             planned = with_reservations(planned, record["response"],
-                                        getattr(planner, "wrapper", None))
+                                        getattr(planner, "wrapper", None),
+                                        step_key)
             if record["request"].options.private_pool:
                 planned = with_private_pool(planned, record["response"])
         return planned
@@ -1537,6 +1563,11 @@ def stats():
        ({"method": "history", "freed" or None, "probed": kernel calls
        run, "events": EXTERN_ALLOCATE events sent with a workspace,
        "bytes": their sum}), "cache",
+       "step_reservations" (a private-pool backward: [(device, bytes)],
+       the reservations its plan sizes for its forward's step,
+       PlanMemoryResponse.forward_segment_reservations; the forward's
+       record gets the same, its "predicted_peak_bytes" raised to at least
+       them, its plan's own kept as "planned_predicted_peak_bytes"),
        "usage_agrees" (events: Inductor's pool create/free lines are
        at the service's events), "request", "buffers_request" (the same
        graph as buffers, from Inductor's groups) and "response"; for a
@@ -1660,12 +1691,7 @@ def _allocate_from_service(state, planner, apply=True):
         _build_pools(state, planner, placement, allocations, sizes, offsets)
     _note_forward_pools(mp.V.graph, groups, placement, request, response,
                         applied=apply)
-    if phase == "forward" and getattr(mp.V.graph, "graph_id", None) \
-            is not None:
-        def update(record):
-            record.private = private
-        _note_forward(mp.V.graph.graph_id, update)
-    return {
+    result = {
         "source": "service",
         "input": "buffers" if request is buffers_request else "events",
         "graph_hash": response.graph_hash,
@@ -1695,6 +1721,21 @@ def _allocate_from_service(state, planner, apply=True):
         "request": request, "buffers_request": buffers_request,
         "response": response,
     }
+    if phase == "forward" and getattr(mp.V.graph, "graph_id", None) \
+            is not None:
+        def update(record):
+            record.private = private
+            if private and response.segment_reservations:
+                record.reservation_key = response.graph_hash
+                record.stats_record = result
+        _note_forward(mp.V.graph.graph_id, update)
+    if phase == "backward" and private:
+        with _forward_outputs_lock:
+            forward = _forward_outputs.get(
+                getattr(mp.V.graph, "graph_id", None))
+        result["step_reservations"] = _apply_step_reservations(
+            forward, response)
+    return result
 
 
 def _probe_summary(memory, request):
@@ -1957,24 +1998,39 @@ def _build_pools(state, planner, placement, allocations, sizes, offsets):
         pool.finalize(name)
 
 
-def reservation_lines(response):
+def _reservation_size(reservation, step_key):
+    """The size expression of one reservation's allocation: its size_bytes,
+    or with `step_key` (a private-pool forward's), the size read at run time
+    (reservation_bytes), which its backward's plan may enlarge."""
+    size = int(reservation.size_bytes)
+    if step_key is None:
+        return str(size), ""
+    key = f"{step_key}@{reservation.device}"
+    return (f"memplan_reservation_bytes({key!r}, {size})",
+            "from memplan.inductor import reservation_bytes as "
+            "memplan_reservation_bytes; ")
+
+
+def reservation_lines(response, step_key=None):
     """The wrapper lines that run `response`'s segment reservations, to go
     before the graph's first line: per reservation, a tensor of its
-    size_bytes on its device, deleted at once (the caching allocator keeps
-    its segment cached for the graph's pools to split). torch.empty's
-    argument parsing costs about 30 us a call from Python (cProfile, run
-    L1 in docs/gpu.md): with_reservations writes them as the wrapper
-    allocates where it can."""
+    size_bytes (with `step_key`, a private-pool forward's: the size
+    reservation_bytes gives at run time) on its device, deleted at once
+    (the caching allocator keeps its segment cached for the graph's pools
+    to split). torch.empty's argument parsing costs about 30 us a call from
+    Python (cProfile, run L1 in docs/gpu.md): with_reservations writes them
+    as the wrapper allocates where it can."""
     lines = []
     for i, reservation in enumerate(response.segment_reservations):
         name = f"memplan_segment{i}"
-        lines.append(f"{name} = torch.empty(({int(reservation.size_bytes)},), "
+        size, imports = _reservation_size(reservation, step_key)
+        lines.append(f"{imports}{name} = torch.empty(({size},), "
                      f"dtype=torch.uint8, device={reservation.device!r}); "
                      f"del {name}")
     return lines
 
 
-def with_reservations(lines, response, wrapper):
+def with_reservations(lines, response, wrapper, step_key=None):
     """A graph's planned wrapper `lines` with `response`'s segment
     reservations run before any line that touches memory (every line
     line_kind finds other than OTHER: an allocation, a pool's view, an
@@ -1987,8 +2043,12 @@ def with_reservations(lines, response, wrapper):
     torch.cuda._DeviceGuard(0):`), where no line before that guard touches
     memory; any other reservation (no such guard, a wrapper that allocates
     otherwise, as cpp_wrapper) as reservation_lines writes it, before the
-    first line. Returns a new list."""
-    first = reservation_lines(response)
+    first line. With `step_key` (a training forward in the hook's private
+    pool: its graph_hash), each size is read at run time
+    (reservation_bytes: the size its backward's plan names for the step,
+    PlanMemoryResponse.forward_segment_reservations). Returns a new
+    list."""
+    first = reservation_lines(response, step_key)
     if not first:
         return list(lines)
     guards = {}  # device index -> position of its first device guard
@@ -2002,7 +2062,7 @@ def with_reservations(lines, response, wrapper):
     kept = []
     for i, reservation in enumerate(response.segment_reservations):
         text = _wrapper_reservation(wrapper, f"memplan_segment{i}",
-                                    reservation, guards)
+                                    reservation, guards, step_key)
         if text is None:
             kept.append(first[i])
         else:
@@ -2014,10 +2074,11 @@ def with_reservations(lines, response, wrapper):
     return result
 
 
-def _wrapper_reservation(wrapper, name, reservation, guards):
+def _wrapper_reservation(wrapper, name, reservation, guards, step_key=None):
     """(device index, line) of one reservation written as `wrapper`
-    allocates, inside the device guard `guards` has for its device; None
-    where it cannot be (with_reservations)."""
+    allocates, inside the device guard `guards` has for its device (with
+    `step_key`, the size read at run time: _reservation_size); None where
+    it cannot be (with_reservations)."""
     make = getattr(wrapper, "make_allocation", None)
     kind, _, index = reservation.device.partition(":")
     if make is None or kind != "cuda" or not index.isdigit() \
@@ -2034,7 +2095,72 @@ def _wrapper_reservation(wrapper, name, reservation, guards):
     if not isinstance(text, str) or not text.startswith(
             f"{name} = empty_strided_cuda("):
         return None
+    if step_key is not None:
+        literal = f"({int(reservation.size_bytes)}, )"
+        if text.count(literal) != 1:
+            return None
+        size, imports = _reservation_size(reservation, step_key)
+        text = imports + text.replace(literal, f"({size}, )")
     return int(index), f"{text}; del {name}"
+
+
+# --- A private-pool forward's reservation sized for its step ----------------
+#
+# A training forward in the hook's private pool reserves its own predicted
+# peak (rounded down) at its entry; its backward's requests beyond what the
+# forward's frees leave in that segment take segments of their own in the
+# pool. The backward's plan names the reservation sized for the whole step
+# (PlanMemoryResponse.forward_segment_reservations, core/entry_state.h
+# StepReservation), and the forward's code reads its size at run time.
+# install(training=True) has AOTAutograd compile a backward right after its
+# forward (torch._functorch.config.force_non_lazy_backward_lowering), so
+# the size is known before the forward first runs: a pool never caches the
+# smaller one first.
+
+_step_reservations = {}  # "graph_hash@device" -> bytes its backward named
+_made_reservations = {}  # "graph_hash@device" -> bytes reserved in the pool
+_STEP_RESERVATIONS_KEPT = 4096
+
+
+def reservation_bytes(key, planned):
+    """The bytes a private-pool forward's segment reservation `key`
+    ("graph_hash@device") allocates at its entry: `planned` (its plan's
+    reservation), or the step's (its backward's plan), once, then the same
+    bytes at every call while the hook's pools live: a pool that cached
+    one size never takes a second segment for another
+    (release_private_pools() forgets them). Called by the generated
+    code."""
+    made = _made_reservations.get(key)
+    if made is None:
+        made = max(int(planned), _step_reservations.get(key, 0))
+        _made_reservations[key] = made
+    return made
+
+
+def _apply_step_reservations(forward, response):
+    """A private-pool backward's plan: the step reservations it names for
+    its forward (`forward`: its ForwardOutputs), noted for reservation_bytes
+    under the forward's key, and the forward's stats() record's predicted
+    peak raised to at least them (the reservation is allocated and freed
+    at the forward's entry, before anything else). Returns [(device,
+    bytes)]."""
+    named = [(r.device, int(r.size_bytes))
+             for r in response.forward_segment_reservations]
+    key = getattr(forward, "reservation_key", None)
+    if not named or key is None:
+        return []
+    for device, size in named:
+        _step_reservations[f"{key}@{device}"] = size
+    while len(_step_reservations) > _STEP_RESERVATIONS_KEPT:
+        _step_reservations.pop(next(iter(_step_reservations)))
+    record = forward.stats_record
+    if record is not None and len({device for device, _ in named}) == 1 and \
+            len({r.device for r in record["response"].pools}) <= 1:
+        record["planned_predicted_peak_bytes"] = record["predicted_peak_bytes"]
+        record["predicted_peak_bytes"] = max(record["predicted_peak_bytes"],
+                                             named[0][1])
+        record["step_reservations"] = named
+    return named
 
 
 # --- Training graphs in a private pool ---------------------------------------
@@ -2094,8 +2220,10 @@ def release_private_pools():
     are freed (a training step's outputs and gradients), torch.cuda.
     empty_cache() returns their segments to the device, which it does not
     while a pool lives. The next call of a graph that runs in a private pool
-    makes a new one."""
+    makes a new one; a private-pool forward's next reservation takes the
+    size its step names (reservation_bytes)."""
     _private_pools.clear()
+    _made_reservations.clear()
 
 
 def with_private_pool(lines, response):
