@@ -835,13 +835,14 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       std::vector<MemoryBlock> blocks;
       std::vector<int32_t> kept;
       Bytes reserved = 0;
-      Bytes step_reservation = 0;
+      StepReservationChoice private_step;
     };
     std::vector<Replayed> replayed;
     // A backward in a private pool whose forward reserves a segment on the
-    // device: judged by its step in that pool (StepReservation: the
-    // forward's reservation sized for the step where that takes fewer
-    // segments), not by the default pool's next step.
+    // device: also its step in that pool (StepReservation: the step's
+    // segments with the forward's reservation sized for it where that
+    // takes fewer), which the choice below may prefer among candidates of
+    // no more pools.
     bool private_step = false;
     if (by_step && problem.private_pool) {
       for (const SegmentReservation& reservation :
@@ -849,7 +850,7 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
         if (reservation.device == device) private_step = true;
       }
     }
-    std::vector<Bytes> step_reservation(candidates.size(), 0);
+    std::vector<StepReservationChoice> in_private(candidates.size());
     for (size_t c = 0; c < candidates.size(); ++c) {
       reserved[c] = candidates[c]->reserved();
       if (!by_step || !near_peak(*candidates[c])) continue;
@@ -862,24 +863,21 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
           });
       if (same != replayed.end()) {
         reserved[c] = same->reserved;
-        step_reservation[c] = same->step_reservation;
+        in_private[c] = same->private_step;
         continue;
       }
       if (absl::Status status = context.Check(); !status.ok()) return status;
+      reserved[c] =
+          NextStepReserved(*context.step, problem, context.wrapper_program,
+                           context.wrapper_lines, memory, kept)
+              .total();
       if (private_step) {
-        const StepReservationChoice choice =
+        in_private[c] =
             StepReservation(*context.step, problem, context.wrapper_program,
                             context.wrapper_lines, memory);
-        reserved[c] = choice.reserved;
-        step_reservation[c] = choice.reservation;
-      } else {
-        reserved[c] =
-            NextStepReserved(*context.step, problem, context.wrapper_program,
-                             context.wrapper_lines, memory, kept)
-                .total();
       }
       replayed.push_back(
-          Replayed{memory.blocks, kept, reserved[c], step_reservation[c]});
+          Replayed{memory.blocks, kept, reserved[c], in_private[c]});
     }
     // Segment reservations (Problem::reserve_segments; never for a training
     // backward judged by its step, nor under dynamic shapes, where one size
@@ -984,8 +982,9 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       return near_peak(*candidates[c]) && reserved[c] <= allowed_reserved &&
              candidates[c]->pools().size() <= pool_limit;
     };
+    // The storages' pools (default's allocations of the same buffers).
+    size_t storages_pools = std::numeric_limits<size_t>::max();
     if (by_step) {
-      size_t storages_pools = std::numeric_limits<size_t>::max();
       Bytes storages_reserved = 0;
       for (size_t c = 0; c < shapes.size(); ++c) {
         if (shapes[c].reuse_chains && !shapes[c].share &&
@@ -1045,15 +1044,47 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
         chosen = thrifty;
       }
     }
+    // In a private pool, whose step the default pool's next step above
+    // does not model: the candidate whose step there reserves least, of at
+    // most kReservedPoolFactor times the fewest pools (as segment
+    // reservations' choice above) or no more than default's storages (so
+    // no more allocator calls than default torch.compile makes for the
+    // same buffers), where it saves at least one large segment's rounding
+    // (2 MiB); and the forward's reservation sized for its step
+    // (Plan::forward_reservations). On the H100 capture of the hook as it
+    // ships, swin_t's backward: 16 pools for 15, its step 1656 MiB for
+    // 1690 in the model.
+    if (private_step) {
+      const size_t most_pools =
+          std::max(kReservedPoolFactor * fewest,
+                   storages_pools == std::numeric_limits<size_t>::max()
+                       ? size_t{0}
+                       : storages_pools);
+      size_t thrifty = chosen;
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        if (near_peak(*candidates[c]) &&
+            candidates[c]->pools().size() <= most_pools &&
+            std::make_pair(in_private[c].reserved,
+                           candidates[c]->pools().size()) <
+                std::make_pair(in_private[thrifty].reserved,
+                               candidates[thrifty]->pools().size())) {
+          thrifty = c;
+        }
+      }
+      if (in_private[thrifty].reserved + CachingAllocatorModel::kRoundLarge <=
+          in_private[chosen].reserved) {
+        chosen = thrifty;
+      }
+      if (in_private[chosen].reservation > 0) {
+        plan.forward_reservations.push_back(
+            SegmentReservation{device, in_private[chosen].reservation});
+      }
+    }
     offsets = std::move(candidate_offsets[chosen]);
     const DevicePartition& partition = *candidates[chosen];
     if (reservation[chosen] > 0) {
       plan.reservations.push_back(
           SegmentReservation{device, reservation[chosen]});
-    }
-    if (step_reservation[chosen] > 0) {
-      plan.forward_reservations.push_back(
-          SegmentReservation{device, step_reservation[chosen]});
     }
     // Pools by their first allocation (then as opened).
     const std::vector<PoolState>& pools = partition.pools();
