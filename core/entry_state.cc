@@ -351,8 +351,8 @@ StepReservationChoice StepReservation(const TrainingStep& step,
   const Bytes beyond = with_own.reserved - own;  // the other segments' bytes
   if (ceiling <= own || beyond <= 0) return choice;
   std::vector<Bytes> sizes;
-  for (int eighths = 1; eighths <= 8; ++eighths) {
-    sizes.push_back(own + beyond * eighths / 8 / kRound * kRound);
+  for (int quarters = 1; quarters <= 4; ++quarters) {
+    sizes.push_back(own + beyond * quarters / 4 / kRound * kRound);
   }
   sizes.push_back(ceiling);
   Bytes to_beat = with_own.reserved - kRound;  // at least 2 MiB less

@@ -247,7 +247,7 @@ PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
 // the backward's requests beyond what the forward's frees leave in it take
 // segments of their own (vit_b_16's backward on an H100: a 38 MiB segment
 // beside a 1932 MiB reservation, docs/gpu.md "Step reservations").
-// Candidates: the forward's reservation enlarged by 1/8 to 8/8 of the
+// Candidates: the forward's reservation enlarged by 1/4 to 4/4 of the
 // bytes of those segments, and the step's peak, each rounded down to 2 MiB
 // and at most the step's peak allocated (so the reservation, allocated and
 // freed at the forward's entry, never raises the step's peak). Returns the
@@ -255,7 +255,7 @@ PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
 // least 2 MiB less than the forward's own reservation does, with the
 // step's reserved bytes; reservation 0 where none does (`reserved` then
 // the step's with the forward's own), or where the forward has no
-// reservation on the device (`reserved` 0). O(10) PrivatePoolStep.
+// reservation on the device (`reserved` 0). At most 6 PrivatePoolStep.
 struct StepReservationChoice {
   Bytes reservation = 0;  // bytes; 0: the forward's own reservation stays
   Bytes reserved = 0;     // the step's segments with it (PrivatePoolStep)

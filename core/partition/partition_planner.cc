@@ -835,22 +835,8 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       std::vector<MemoryBlock> blocks;
       std::vector<int32_t> kept;
       Bytes reserved = 0;
-      StepReservationChoice private_step;
     };
     std::vector<Replayed> replayed;
-    // A backward in a private pool whose forward reserves a segment on the
-    // device: also its step in that pool (StepReservation: the step's
-    // segments with the forward's reservation sized for it where that
-    // takes fewer), which the choice below may prefer among candidates of
-    // no more pools.
-    bool private_step = false;
-    if (by_step && problem.private_pool) {
-      for (const SegmentReservation& reservation :
-           context.step->forward_plan.reservations) {
-        if (reservation.device == device) private_step = true;
-      }
-    }
-    std::vector<StepReservationChoice> in_private(candidates.size());
     for (size_t c = 0; c < candidates.size(); ++c) {
       reserved[c] = candidates[c]->reserved();
       if (!by_step || !near_peak(*candidates[c])) continue;
@@ -863,7 +849,6 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
           });
       if (same != replayed.end()) {
         reserved[c] = same->reserved;
-        in_private[c] = same->private_step;
         continue;
       }
       if (absl::Status status = context.Check(); !status.ok()) return status;
@@ -871,13 +856,7 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
           NextStepReserved(*context.step, problem, context.wrapper_program,
                            context.wrapper_lines, memory, kept)
               .total();
-      if (private_step) {
-        in_private[c] =
-            StepReservation(*context.step, problem, context.wrapper_program,
-                            context.wrapper_lines, memory);
-      }
-      replayed.push_back(
-          Replayed{memory.blocks, kept, reserved[c], in_private[c]});
+      replayed.push_back(Replayed{memory.blocks, kept, reserved[c]});
     }
     // Segment reservations (Problem::reserve_segments; never for a training
     // backward judged by its step, nor under dynamic shapes, where one size
@@ -1053,31 +1032,67 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     // (2 MiB); and the forward's reservation sized for its step
     // (Plan::forward_reservations). On the H100 capture of the hook as it
     // ships, swin_t's backward: 16 pools for 15, its step 1656 MiB for
-    // 1690 in the model.
+    // 1690 in the model; resnet18's and vit_b_16's keep their pools and
+    // size their forward's reservation. The slowest graph there plans in
+    // about 41 ms (convnext_tiny's backward, docs/gpu.md).
+    bool private_step = false;
+    if (by_step && problem.private_pool) {
+      for (const SegmentReservation& reservation :
+           context.step->forward_plan.reservations) {
+        if (reservation.device == device) private_step = true;
+      }
+    }
     if (private_step) {
       const size_t most_pools =
           std::max(kReservedPoolFactor * fewest,
                    storages_pools == std::numeric_limits<size_t>::max()
                        ? size_t{0}
                        : storages_pools);
+      // Each distinct set of blocks stepped once (O(10) replays each).
+      std::vector<std::pair<std::vector<MemoryBlock>, StepReservationChoice>>
+          stepped;
+      auto step_of = [&](size_t c) -> absl::StatusOr<StepReservationChoice> {
+        std::vector<int32_t> kept;
+        const DeviceMemory memory = candidates[c]->Memory(
+            unplanned, context.step->backward_outputs, kept);
+        for (const auto& [blocks, choice] : stepped) {
+          if (blocks == memory.blocks) return choice;
+        }
+        if (absl::Status status = context.Check(); !status.ok()) return status;
+        const StepReservationChoice choice =
+            StepReservation(*context.step, problem, context.wrapper_program,
+                            context.wrapper_lines, memory);
+        stepped.emplace_back(memory.blocks, choice);
+        return choice;
+      };
+      absl::StatusOr<StepReservationChoice> best = step_of(chosen);
+      if (!best.ok()) return best.status();
+      const Bytes chosen_reserved = best->reserved;
       size_t thrifty = chosen;
       for (size_t c = 0; c < candidates.size(); ++c) {
-        if (near_peak(*candidates[c]) &&
-            candidates[c]->pools().size() <= most_pools &&
-            std::make_pair(in_private[c].reserved,
-                           candidates[c]->pools().size()) <
-                std::make_pair(in_private[thrifty].reserved,
-                               candidates[thrifty]->pools().size())) {
+        if (c == chosen || !near_peak(*candidates[c]) ||
+            candidates[c]->pools().size() > most_pools) {
+          continue;
+        }
+        absl::StatusOr<StepReservationChoice> choice = step_of(c);
+        if (!choice.ok()) return choice.status();
+        if (std::make_pair(choice->reserved, candidates[c]->pools().size()) <
+            std::make_pair(best->reserved,
+                           candidates[thrifty]->pools().size())) {
           thrifty = c;
+          best = *choice;
         }
       }
-      if (in_private[thrifty].reserved + CachingAllocatorModel::kRoundLarge <=
-          in_private[chosen].reserved) {
-        chosen = thrifty;
+      if (best->reserved + CachingAllocatorModel::kRoundLarge >
+          chosen_reserved) {
+        thrifty = chosen;
+        best = step_of(chosen);
+        if (!best.ok()) return best.status();
       }
-      if (in_private[chosen].reservation > 0) {
+      chosen = thrifty;
+      if (best->reservation > 0) {
         plan.forward_reservations.push_back(
-            SegmentReservation{device, in_private[chosen].reservation});
+            SegmentReservation{device, best->reservation});
       }
     }
     offsets = std::move(candidate_offsets[chosen]);
