@@ -47,7 +47,10 @@ pools and offsets it writes are the service's:
      with_private_pool) where install's private_pool says so ("auto", the
      default: a forward whose caller's outputs are each at most 1 MiB, and
      its backward), and a training forward's request then asks for a
-     reservation of its peak there (PlanOptions.private_pool).
+     reservation of its peak there (PlanOptions.private_pool), whose size
+     the forward's code reads at run time (reservation_bytes): its
+     backward's plan may size it for the whole step
+     (PlanMemoryResponse.forward_segment_reservations).
 
 When the service cannot be reached, answers with an error, or gives an
 answer the hook cannot use (groups that differ from Inductor's; symbolic
@@ -1433,7 +1436,13 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       them); torch.cuda.empty_cache() does not return a live pool's free
       segments: release_private_pools() drops the hook's pools (new ones
       are made at the next graph call), after which empty_cache() returns
-      their segments once their tensors are freed.
+      their segments once their tensors are freed. A forward's
+      reservation takes the size its backward's plan names for the step
+      (forward_segment_reservations); so that the first step reserves
+      it, install(training=True) with a private pool sets AOTAutograd's
+      force_non_lazy_backward_lowering while installed: each backward
+      compiles right after its forward, before the forward first runs
+      (compile errors of a backward then show at the first forward call).
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
