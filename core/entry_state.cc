@@ -236,6 +236,39 @@ SteadyStep SteadyTrainingStep(
   return steady;
 }
 
+namespace {
+
+// The caching allocator's statistics of the backward planned as `memory`
+// (one device's blocks: its unplanned blocks, then the plan's pools) on
+// that device, replayed from the state the forward left (`end`), above it.
+CachingAllocatorStats BackwardAfter(const TrainingStep& step,
+                                    const ForwardEnd& end,
+                                    const Problem& backward,
+                                    const WrapperProgram* program,
+                                    const PoolLines* lines,
+                                    const DeviceMemory& memory) {
+  EntryState entry;
+  entry.predicted = SideOf(end, step.forward_outputs, step.sources);
+  entry.baseline = entry.predicted;
+  const GraphTimeline timeline =
+      WholeGraphTimeline(backward, program, lines, &entry);
+  for (const DeviceMemory& unplanned : timeline.unplanned) {
+    if (unplanned.device != memory.device) continue;
+    DeviceMemory replay = unplanned;
+    // The plan's blocks follow the unplanned ones in `memory`; the lines
+    // give the same unplanned blocks from any entry (only the handles of
+    // the entry's blocks differ).
+    const size_t first =
+        std::min(unplanned.blocks.size(), memory.blocks.size());
+    replay.blocks.insert(replay.blocks.end(), memory.blocks.begin() + first,
+                         memory.blocks.end());
+    return ReplayCachingAllocator(replay).stats;
+  }
+  return CachingAllocatorStats{};
+}
+
+}  // namespace
+
 StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
                               const WrapperProgram* program,
                               const PoolLines* lines,
@@ -254,23 +287,8 @@ StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
   const ForwardEnd end =
       PlannedForwardEnd(step.forward, step.forward_plan, next, outputs);
   reserved.forward = ReservedOn(end, memory.device);
-  EntryState entry;
-  entry.predicted = SideOf(end, step.forward_outputs, step.sources);
-  entry.baseline = entry.predicted;
-  const GraphTimeline timeline =
-      WholeGraphTimeline(backward, program, lines, &entry);
-  for (const DeviceMemory& unplanned : timeline.unplanned) {
-    if (unplanned.device != memory.device) continue;
-    DeviceMemory replay = unplanned;
-    // The plan's blocks follow the unplanned ones in `memory`; the lines
-    // give the same unplanned blocks from any entry (only the handles of
-    // the entry's blocks differ).
-    const size_t first =
-        std::min(unplanned.blocks.size(), memory.blocks.size());
-    replay.blocks.insert(replay.blocks.end(), memory.blocks.begin() + first,
-                         memory.blocks.end());
-    reserved.backward = ReplayCachingAllocator(replay).stats.reserved;
-  }
+  reserved.backward =
+      BackwardAfter(step, end, backward, program, lines, memory).reserved;
   return reserved;
 }
 
@@ -311,24 +329,11 @@ PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
     result.peak_allocated = model->stats().peak_allocated;
     held = model->stats().allocated;
   }
-  EntryState entry;
-  entry.predicted = SideOf(end, step.forward_outputs, step.sources);
-  entry.baseline = entry.predicted;
-  const GraphTimeline timeline =
-      WholeGraphTimeline(backward, program, lines, &entry);
-  for (const DeviceMemory& unplanned : timeline.unplanned) {
-    if (unplanned.device != memory.device) continue;
-    DeviceMemory replay = unplanned;
-    // As NextStepReserved: the plan's blocks follow the unplanned ones.
-    const size_t first =
-        std::min(unplanned.blocks.size(), memory.blocks.size());
-    replay.blocks.insert(replay.blocks.end(), memory.blocks.begin() + first,
-                         memory.blocks.end());
-    const CachingAllocatorStats stats = ReplayCachingAllocator(replay).stats;
-    result.reserved += stats.reserved;
-    result.peak_allocated =
-        std::max(result.peak_allocated, held + stats.peak_allocated);
-  }
+  const CachingAllocatorStats stats =
+      BackwardAfter(step, end, backward, program, lines, memory);
+  result.reserved += stats.reserved;
+  result.peak_allocated =
+      std::max(result.peak_allocated, held + stats.peak_allocated);
   return result;
 }
 
