@@ -40,6 +40,7 @@ int32_t CachingAllocatorModel::Adopt(Bytes size) {
   const Bytes rounded = RoundSize(size);
   const int32_t b = NewSegment(rounded, rounded <= kSmallSize);
   blocks_[b].in_use = true;
+  blocks_[b].adopted = true;
   return b;
 }
 
@@ -75,6 +76,7 @@ int32_t CachingAllocatorModel::Malloc(Bytes size) {
     remainder.size = rest;
     remainder.small = small;
     remainder.pinned = blocks_[b].pinned;
+    remainder.adopted = blocks_[b].adopted;
     remainder.prev = b;
     remainder.next = blocks_[b].next;
     blocks_.push_back(remainder);
@@ -152,6 +154,35 @@ CachingAllocatorModel::FreeBlockSizes() const {
     return sizes;
   };
   return {in_address_order(small_), in_address_order(large_)};
+}
+
+template <typename F>
+void CachingAllocatorModel::ForEachPoolSegment(F f) const {
+  std::vector<std::pair<Bytes, int32_t>> heads;  // (address, block)
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const Block& block = blocks_[b];
+    if (block.size > 0 && block.prev < 0 && !block.adopted) {
+      heads.emplace_back(block.address, static_cast<int32_t>(b));
+    }
+  }
+  std::sort(heads.begin(), heads.end());
+  for (const auto& [address, head] : heads) {
+    Bytes size = 0;
+    for (int32_t b = head; b >= 0; b = blocks_[b].next) size += blocks_[b].size;
+    f(size, blocks_[head].small);
+  }
+}
+
+CachingAllocatorModel CachingAllocatorModel::PoolNextStep() const {
+  CachingAllocatorModel next;
+  ForEachPoolSegment([&](Bytes size, bool small) { next.Cache(size, small); });
+  return next;
+}
+
+Bytes CachingAllocatorModel::PoolSegmentBytes() const {
+  Bytes bytes = 0;
+  ForEachPoolSegment([&](Bytes size, bool) { bytes += size; });
+  return bytes;
 }
 
 std::vector<int32_t> CachingAllocatorModel::InUse() const {

@@ -98,6 +98,14 @@ class CachingAllocatorModel {
   void EmptyCache();
   // The handles of the blocks in use, in handle order.
   std::vector<int32_t> InUse() const;
+  // The state a private pool (torch.cuda.MemPool) leaves the next training
+  // step: every block freed and every segment kept (empty_cache() releases
+  // none of a live pool's), but the segments of adopted blocks (graph
+  // inputs, which live outside the pool); each segment cached whole
+  // (Cache), in address order, statistics zero. O(b log b) for b blocks.
+  CachingAllocatorModel PoolNextStep() const;
+  // The bytes of the segments PoolNextStep keeps. O(b).
+  Bytes PoolSegmentBytes() const;
   // Zeroes the statistics: from here on they count above the state now
   // (a backward graph's model starts from the state its forward left).
   void ResetStats() { stats_ = CachingAllocatorStats{}; }
@@ -136,6 +144,9 @@ class CachingAllocatorModel {
     // Of a cached block's segment (Cache): free space of a segment that
     // holds a live tensor, which EmptyCache does not release.
     bool pinned = false;
+    // Of an adopted block's segment (Adopt): memory outside the model's
+    // pool, given to it when freed.
+    bool adopted = false;
   };
   // Free blocks of a pool by (size, address), as the allocator's
   // BlockComparatorSize for one stream.
@@ -145,6 +156,10 @@ class CachingAllocatorModel {
   void Insert(int32_t b);
   void Erase(int32_t b);
   int32_t NewSegment(Bytes size, bool small);
+  // Calls f(size, small) for each segment but the adopted ones, in address
+  // order.
+  template <typename F>
+  void ForEachPoolSegment(F f) const;
 
   std::vector<Block> blocks_;
   FreeSet small_;

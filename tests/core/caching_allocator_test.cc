@@ -2,6 +2,7 @@
 // and replays of whole-graph blocks.
 #include "core/caching_allocator.h"
 
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -157,6 +158,38 @@ TEST(CachingAllocatorModelTest, FreedNeighboursMergeWithinASegment) {
   model.Malloc(20 * kMiB);
   EXPECT_FALSE(model.created_segment());
   EXPECT_EQ(model.stats().reserved, 20 * kMiB);
+}
+
+// PoolNextStep: a private pool's segments stay for the next step, every
+// block in them free, but an adopted input's (memory outside the pool).
+TEST(CachingAllocatorModelTest, APoolsNextStepKeepsItsSegmentsFree) {
+  CachingAllocatorModel model;
+  const int32_t input = model.Adopt(30 * kMiB);
+  model.Malloc(40 * kMiB);  // a 40 MiB segment, held at the end
+  const int32_t b = model.Malloc(3 * kMiB);  // a 20 MiB segment
+  model.Malloc(5 * kMiB);  // split from the same 20 MiB segment
+  model.Malloc(1000);      // a 2 MiB small segment
+  model.Free(b);
+  model.Free(input);        // freed to the model, but no segment of the pool
+  model.Malloc(24 * kMiB);  // carved from the input's block
+  EXPECT_EQ(model.stats().reserved, 62 * kMiB);
+  EXPECT_EQ(model.PoolSegmentBytes(), 62 * kMiB);
+  CachingAllocatorModel next = model.PoolNextStep();
+  EXPECT_EQ(next.stats().reserved, 0);
+  EXPECT_EQ(next.stats().allocated, 0);
+  EXPECT_EQ(next.CachedBytes(), 62 * kMiB);
+  EXPECT_EQ(next.FreeBlockSizes(),
+            (std::pair<std::vector<Bytes>, std::vector<Bytes>>{
+                {2 * kMiB}, {40 * kMiB, 20 * kMiB}}));
+  EXPECT_EQ(next.PoolSegmentBytes(), 62 * kMiB);
+  // The kept segments serve the next step's requests whole.
+  next.Malloc(40 * kMiB);
+  EXPECT_FALSE(next.created_segment());
+  next.Malloc(30 * kMiB);  // the input's 30 MiB are not there
+  EXPECT_TRUE(next.created_segment());
+  // Cached segments never go on empty_cache() (a live pool keeps them).
+  next.EmptyCache();
+  EXPECT_EQ(next.PoolSegmentBytes(), 92 * kMiB);
 }
 
 TEST(ReplayCachingAllocatorTest, FreesComeBeforeAllocationsAtAPosition) {
