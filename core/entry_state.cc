@@ -1,6 +1,7 @@
 #include "core/entry_state.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -181,13 +182,15 @@ std::shared_ptr<const CachingAllocatorModel> NextStepStart(
   return StepStartAfter(backward, kept);
 }
 
-SteadyStep SteadyTrainingStep(
-    const Problem& forward, const Plan& forward_plan,
-    const GraphTimeline& forward_timeline,
-    const std::vector<std::string>& forward_outputs,
-    const std::vector<InputSource>& sources, const Problem& backward,
-    const WrapperProgram* program, const PoolLines* lines,
-    const std::vector<std::string>& backward_outputs) {
+SteadyStep SteadyTrainingStep(const Problem& forward, const Plan& forward_plan,
+                              const GraphTimeline& forward_timeline,
+                              const std::vector<std::string>& forward_outputs,
+                              const std::vector<InputSource>& sources,
+                              const Problem& backward,
+                              const WrapperProgram* program,
+                              const PoolLines* lines,
+                              const std::vector<std::string>& backward_outputs,
+                              const std::vector<ReuseDecision>* reuse) {
   SteadyStep steady;
   steady.forward_timeline = forward_timeline;
   steady.entry = BackwardEntryState(
@@ -200,7 +203,9 @@ SteadyStep SteadyTrainingStep(
   while (steady.steps < SteadyStep::kMaxSteps) {
     ++steady.steps;
     GraphTimeline step =
-        WholeGraphTimeline(backward, program, lines, &steady.entry);
+        reuse != nullptr && program != nullptr && lines != nullptr
+            ? TimelineOfLines(backward, *program, *lines, *reuse, &steady.entry)
+            : WholeGraphTimeline(backward, program, lines, &steady.entry);
     GraphTimeline next = forward_timeline;
     std::vector<Segments> starts;
     for (const DeviceMemory& memory : step.baseline) {
@@ -241,17 +246,19 @@ namespace {
 // The caching allocator's statistics of the backward planned as `memory`
 // (one device's blocks: its unplanned blocks, then the plan's pools) on
 // that device, replayed from the state the forward left (`end`), above it.
-CachingAllocatorStats BackwardAfter(const TrainingStep& step,
-                                    const ForwardEnd& end,
-                                    const Problem& backward,
-                                    const WrapperProgram* program,
-                                    const PoolLines* lines,
-                                    const DeviceMemory& memory) {
+CachingAllocatorStats BackwardAfter(
+    const TrainingStep& step, const ForwardEnd& end, const Problem& backward,
+    const WrapperProgram* program, const PoolLines* lines,
+    const DeviceMemory& memory,
+    std::optional<CachingAllocatorModel>* after = nullptr) {
   EntryState entry;
   entry.predicted = SideOf(end, step.forward_outputs, step.sources);
   entry.baseline = entry.predicted;
   const GraphTimeline timeline =
-      WholeGraphTimeline(backward, program, lines, &entry);
+      step.backward_reuse.has_value() && program != nullptr && lines != nullptr
+          ? TimelineOfLines(backward, *program, *lines, *step.backward_reuse,
+                            &entry)
+          : WholeGraphTimeline(backward, program, lines, &entry);
   for (const DeviceMemory& unplanned : timeline.unplanned) {
     if (unplanned.device != memory.device) continue;
     DeviceMemory replay = unplanned;
@@ -262,7 +269,11 @@ CachingAllocatorStats BackwardAfter(const TrainingStep& step,
         std::min(unplanned.blocks.size(), memory.blocks.size());
     replay.blocks.insert(replay.blocks.end(), memory.blocks.begin() + first,
                          memory.blocks.end());
-    return ReplayCachingAllocator(replay).stats;
+    CachingAllocatorModel* end = nullptr;
+    if (after != nullptr) end = &after->emplace();
+    return ReplayCachingAllocator(replay.blocks, replay.cached,
+                                  replay.start.get(), end)
+        .stats;
   }
   return CachingAllocatorStats{};
 }
@@ -296,17 +307,6 @@ PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
                             const WrapperProgram* program,
                             const PoolLines* lines, const DeviceMemory& memory,
                             Bytes forward_reservation) {
-  PrivateStep result;
-  // The forward from an empty pool: nothing cached on the device.
-  GraphTimeline forward = step.forward_timeline;
-  for (std::vector<DeviceMemory>* side :
-       {&forward.unplanned, &forward.baseline}) {
-    for (DeviceMemory& device : *side) {
-      if (device.device != memory.device) continue;
-      device.start = nullptr;
-      device.cached.clear();
-    }
-  }
   Plan plan = step.forward_plan;
   plan.reservations.erase(
       std::remove_if(plan.reservations.begin(), plan.reservations.end(),
@@ -320,20 +320,59 @@ PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
   }
   const absl::flat_hash_set<std::string> outputs(step.forward_outputs.begin(),
                                                  step.forward_outputs.end());
-  const ForwardEnd end =
-      PlannedForwardEnd(step.forward, plan, forward, outputs);
-  Bytes held = 0;  // in use at the forward's return, above its start
-  for (const auto& [name, model] : end.models) {
-    if (name != memory.device) continue;
-    result.reserved = model->stats().reserved;
-    result.peak_allocated = model->stats().peak_allocated;
-    held = model->stats().allocated;
+  PrivateStep result;
+  // The first step from an empty pool: nothing cached on the device. Each
+  // later one from the segments the step before left (PoolNextStep), until
+  // a step takes no segment: its start, and every start after it, is then
+  // the same.
+  std::shared_ptr<const CachingAllocatorModel> start;
+  while (result.steps < PrivateStep::kMaxSteps) {
+    ++result.steps;
+    GraphTimeline forward = step.forward_timeline;
+    for (std::vector<DeviceMemory>* side :
+         {&forward.unplanned, &forward.baseline}) {
+      for (DeviceMemory& device : *side) {
+        if (device.device != memory.device) continue;
+        device.start = start;
+        device.cached.clear();
+      }
+    }
+    const ForwardEnd end =
+        PlannedForwardEnd(step.forward, plan, forward, outputs);
+    Bytes taken = 0;
+    Bytes held = 0;  // in use at the forward's return, above its start
+    Bytes peak = 0;
+    const CachingAllocatorModel* forward_end = nullptr;
+    for (const auto& [name, model] : end.models) {
+      if (name != memory.device) continue;
+      taken = model->stats().reserved;
+      peak = model->stats().peak_allocated;
+      held = model->stats().allocated;
+      forward_end = model.get();
+    }
+    // The pool after the step: the backward's end where it replays on the
+    // device (from the forward's end), else the forward's.
+    std::optional<CachingAllocatorModel> backward_end;
+    const CachingAllocatorStats stats = BackwardAfter(
+        step, end, backward, program, lines, memory, &backward_end);
+    const CachingAllocatorModel* after =
+        backward_end.has_value() ? &*backward_end : forward_end;
+    taken += stats.reserved;
+    peak = std::max(peak, held + stats.peak_allocated);
+    if (result.steps == 1) {
+      result.first_reserved = taken;
+      result.peak_allocated = peak;
+    }
+    result.peak_allocated = std::max(result.peak_allocated, peak);
+    if (after == nullptr) break;  // nothing on the device
+    result.reserved = after->PoolSegmentBytes();
+    if (taken == 0 && result.steps > 1) {
+      result.converged = true;
+      break;
+    }
+    start =
+        std::make_shared<const CachingAllocatorModel>(after->PoolNextStep());
   }
-  const CachingAllocatorStats stats =
-      BackwardAfter(step, end, backward, program, lines, memory);
-  result.reserved += stats.reserved;
-  result.peak_allocated =
-      std::max(result.peak_allocated, held + stats.peak_allocated);
   return result;
 }
 
@@ -360,10 +399,11 @@ StepReservationChoice StepReservation(const TrainingStep& step,
     sizes.push_back(own + beyond * quarters / 4 / kRound * kRound);
   }
   sizes.push_back(ceiling);
+  for (Bytes& size : sizes) size = std::min(size, ceiling);
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   Bytes to_beat = with_own.reserved - kRound;  // at least 2 MiB less
-  for (Bytes size : sizes) {
-    size = std::min(size, ceiling);
-    if (size <= own || size == choice.reservation) continue;
+  for (const Bytes size : sizes) {
+    if (size <= own) continue;
     const PrivateStep with =
         PrivatePoolStep(step, backward, program, lines, memory, size);
     if (with.peak_allocated > with_own.peak_allocated) continue;

@@ -40,6 +40,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/caching_allocator.h"
 #include "core/graph_memory.h"
+#include "core/reference_decisions.h"
 #include "core/types.h"
 
 namespace memplan {
@@ -147,7 +148,8 @@ std::shared_ptr<const CachingAllocatorModel> StepStartAfter(
 // on 12; gpt2's reaches one after three, t5's last backward alternates
 // between two starts and llama's moves for all 8 (docs/gpu.md, "Runs T1,
 // T2, I1 and R"). O(kMaxSteps) timelines of the backward and replays of
-// the forward.
+// the forward. `reuse` (optional): the backward's reuse-pass decisions
+// (ReuseDecisionsOf), so that its timelines do not plan them again.
 struct SteadyStep {
   static constexpr int kMaxSteps = 8;
   // The forward's timeline started (DeviceMemory::start, every device of
@@ -162,14 +164,14 @@ struct SteadyStep {
   bool converged = false;  // whether a start repeated within kMaxSteps
   int period = 0;  // with converged: 1 a fixed point, k a cycle of k steps
 };
-SteadyStep SteadyTrainingStep(const Problem& forward, const Plan& forward_plan,
-                              const GraphTimeline& forward_timeline,
-                              const std::vector<std::string>& forward_outputs,
-                              const std::vector<InputSource>& sources,
-                              const Problem& backward,
-                              const WrapperProgram* program,
-                              const PoolLines* lines,
-                              const std::vector<std::string>& backward_outputs);
+SteadyStep SteadyTrainingStep(
+    const Problem& forward, const Plan& forward_plan,
+    const GraphTimeline& forward_timeline,
+    const std::vector<std::string>& forward_outputs,
+    const std::vector<InputSource>& sources, const Problem& backward,
+    const WrapperProgram* program, const PoolLines* lines,
+    const std::vector<std::string>& backward_outputs,
+    const std::vector<ReuseDecision>* reuse = nullptr);
 
 // A training step around a backward graph whose request carries its
 // forward (v1::ForwardGraph): what a planner needs to replay the step that
@@ -192,6 +194,12 @@ struct TrainingStep {
   std::vector<std::string> forward_outputs;
   std::vector<InputSource> sources;
   std::vector<std::string> backward_outputs;  // the gradients' names
+  // The decisions of Inductor's reuse pass on the backward's wrapper lines
+  // (core/inductor/wrapper_memory.h ReuseDecisionsOf), which do not depend
+  // on the entry: set, the backward's timelines from each replayed entry
+  // (NextStepReserved, PrivatePoolStep) take them instead of planning the
+  // reuse pass again; unset, they do.
+  std::optional<std::vector<ReuseDecision>> backward_reuse;
 };
 
 // The reserved bytes of one training step on one device: the segments
@@ -222,17 +230,33 @@ StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
                               const DeviceMemory& memory,
                               const std::vector<int32_t>& kept);
 
-// One training step in a private pool (Problem::private_pool: the step's
-// graphs in a torch.cuda.MemPool of their own, which nothing else
-// allocates from) on one device, from an empty pool: the forward replayed
-// with its plan, its segment reservation on that device
-// `forward_reservation` bytes (0: none) instead of the plan's, then the
-// backward planned as `memory` (as NextStepReserved's: the backward's
-// unplanned blocks, then the plan's pools) from the state that forward
-// leaves. O(k log k) replays plus one timeline of the lines.
+// A training loop's steps in a private pool (Problem::private_pool: the
+// step's graphs in a torch.cuda.MemPool of their own, which nothing else
+// allocates from) on one device: the forward replayed with its plan, its
+// segment reservation on that device `forward_reservation` bytes (0: none)
+// instead of the plan's, then the backward planned as `memory` (as
+// NextStepReserved's: the backward's unplanned blocks, then the plan's
+// pools) from the state that forward leaves. The first step starts from an
+// empty pool; each later one from the segments the step before left, all
+// free (CachingAllocatorModel::PoolNextStep: the gradients are set to None
+// and empty_cache() releases none of a live pool's segments), until a step
+// takes no segment, whose start every later step repeats:
+//
+//   step 1  [ reservation 1940            ] [38]            from empty
+//   step 2  the forward's 9 MiB blocks best-fit into the free 38 MiB
+//           segment, so the backward's pools find other holes: [76]
+//   step 3  takes nothing: the steady state, 1940 + 38 + 76 MiB
+//
+// (vit_b_16's backward on an H100, docs/gpu.md "Steady state"). At most
+// PrivateStep::kMaxSteps steps, each O(k log k) replays plus one timeline
+// of the lines.
 struct PrivateStep {
-  Bytes reserved = 0;        // the segments the step takes, in bytes
-  Bytes peak_allocated = 0;  // the most bytes in use above the step's start
+  static constexpr int kMaxSteps = 8;
+  Bytes reserved = 0;        // the pool's segments after the last step, bytes
+  Bytes first_reserved = 0;  // those the first step takes, from an empty pool
+  Bytes peak_allocated = 0;  // the most bytes in use above a step's start
+  int steps = 0;             // steps replayed, at most kMaxSteps
+  bool converged = false;    // the last step took no segment (steady)
 };
 PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
                             const WrapperProgram* program,
@@ -241,24 +265,24 @@ PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
 
 // The segment reservation, in bytes (a multiple of 2 MiB), that a training
 // forward running in a private pool should make at its entry so that its
-// step (PrivatePoolStep, the backward planned as `memory`) takes the least
-// segments: the forward's own reservation (step.forward_plan's on
-// memory.device, its predicted peak rounded down) holds the forward, and
-// the backward's requests beyond what the forward's frees leave in it take
-// segments of their own (vit_b_16's backward on an H100: a 38 MiB segment
-// beside a 1932 MiB reservation, docs/gpu.md "Step reservations").
-// Candidates: the forward's reservation enlarged by 1/4 to 4/4 of the
-// bytes of those segments, and the step's peak, each rounded down to 2 MiB
-// and at most the step's peak allocated (so the reservation, allocated and
-// freed at the forward's entry, never raises the step's peak). Returns the
-// least reserving candidate (the smallest of those) where it reserves at
-// least 2 MiB less than the forward's own reservation does, with the
-// step's reserved bytes; reservation 0 where none does (`reserved` then
-// the step's with the forward's own), or where the forward has no
-// reservation on the device (`reserved` 0). At most 6 PrivatePoolStep.
+// steps (PrivatePoolStep's steady state, the backward planned as `memory`)
+// take the least segments: the forward's own reservation (step.forward_plan's
+// on memory.device, its predicted peak rounded down) holds the forward, and the
+// backward's requests beyond what the forward's frees leave in it take segments
+// of their own (vit_b_16's backward on an H100: a 38 MiB segment beside a 1932
+// MiB reservation, docs/gpu.md "Step reservations"). Candidates: the forward's
+// reservation enlarged by 1/4 to 4/4 of the bytes of those segments, and the
+// step's peak, each rounded down to 2 MiB and at most the step's peak allocated
+// (so the reservation, allocated and freed at the forward's entry, never raises
+// the step's peak). Returns the least reserving candidate (the smallest of
+// those) where it reserves at least 2 MiB less than the forward's own
+// reservation does, with the steady state's reserved bytes; reservation 0 where
+// none does (`reserved` then the step's with the forward's own), or where the
+// forward has no reservation on the device (`reserved` 0). At most 6
+// PrivatePoolStep.
 struct StepReservationChoice {
   Bytes reservation = 0;  // bytes; 0: the forward's own reservation stays
-  Bytes reserved = 0;     // the step's segments with it (PrivatePoolStep)
+  Bytes reserved = 0;     // the pool's steady segments (PrivatePoolStep)
 };
 StepReservationChoice StepReservation(const TrainingStep& step,
                                       const Problem& backward,

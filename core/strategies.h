@@ -83,7 +83,12 @@ namespace memplan {
 //   18: strategy partition names, for a training backward in a private
 //      pool whose forward reserves a segment, the forward's reservation
 //      sized for the step (Plan::forward_reservations, StepReservation).
-inline constexpr uint32_t kPlannerVersion = 18;
+//   19: that step is the private pool's steady state (PrivatePoolStep:
+//      the loop's steps replayed, each from the segments the one before
+//      left, until a step takes none), not its first step from an empty
+//      pool; a graph input the model adopted and freed is no segment of
+//      the pool (CachingAllocatorModel::PoolNextStep).
+inline constexpr uint32_t kPlannerVersion = 19;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

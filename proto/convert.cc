@@ -650,10 +650,15 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
   // replayed from there gives the backward's entry.
   const std::vector<std::string> backward_outputs(
       request.output_names().begin(), request.output_names().end());
-  SteadyStep steady =
-      SteadyTrainingStep(forward->problem, forward->plan, forward->timeline,
-                         forward->outputs, forward->sources, resolved.problem,
-                         &resolved.program, &resolved.lines, backward_outputs);
+  std::optional<std::vector<ReuseDecision>> reuse;
+  if (lines) {
+    reuse =
+        ReuseDecisionsOf(resolved.problem, resolved.program, resolved.lines);
+  }
+  SteadyStep steady = SteadyTrainingStep(
+      forward->problem, forward->plan, forward->timeline, forward->outputs,
+      forward->sources, resolved.problem, &resolved.program, &resolved.lines,
+      backward_outputs, reuse.has_value() ? &*reuse : nullptr);
   resolved.timeline =
       steady.backward_timeline
           ? *std::move(steady.backward_timeline)
@@ -666,6 +671,7 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
   step->forward_outputs = std::move(forward->outputs);
   step->sources = std::move(forward->sources);
   step->backward_outputs = backward_outputs;
+  step->backward_reuse = std::move(reuse);
   resolved.step = std::move(step);
   return resolved;
 }

@@ -517,14 +517,12 @@ absl::Status CheckLinesOutsideThePlan(const WrapperProgram& program,
   return absl::OkStatus();
 }
 
-GraphTimeline WholeGraphTimeline(const Problem& problem,
-                                 const WrapperProgram* program,
-                                 const PoolLines* lines,
-                                 const EntryState* entry) {
-  if (program == nullptr || lines == nullptr) return TimelineOfBuffers(problem);
+std::vector<ReuseDecision> ReuseDecisionsOf(const Problem& problem,
+                                            const WrapperProgram& program,
+                                            const PoolLines& lines) {
   PlanContext context;
-  context.wrapper_program = program;
-  context.wrapper_lines = lines;
+  context.wrapper_program = &program;
+  context.wrapper_lines = &lines;
   // The reuse pass's decisions do not depend on a capacity, which would
   // only turn its plan into RESOURCE_EXHAUSTED.
   std::optional<Problem> uncapped;
@@ -538,7 +536,16 @@ GraphTimeline WholeGraphTimeline(const Problem& problem,
   if (reuse.ok() && reuse->decisions != nullptr) {
     decisions = reuse->decisions->reuse;
   }
-  return TimelineOfLines(problem, *program, *lines, decisions, entry);
+  return decisions;
+}
+
+GraphTimeline WholeGraphTimeline(const Problem& problem,
+                                 const WrapperProgram* program,
+                                 const PoolLines* lines,
+                                 const EntryState* entry) {
+  if (program == nullptr || lines == nullptr) return TimelineOfBuffers(problem);
+  return TimelineOfLines(problem, *program, *lines,
+                         ReuseDecisionsOf(problem, *program, *lines), entry);
 }
 
 }  // namespace memplan

@@ -72,6 +72,16 @@ GraphTimeline TimelineOfLines(const Problem& problem,
 absl::Status CheckLinesOutsideThePlan(const WrapperProgram& program,
                                       absl::string_view label = "lines");
 
+// The decisions of Inductor's reuse pass on `problem`'s wrapper lines
+// (`lines` being GroupWrapperLines(program)), as strategy "reuse"
+// restates them; none when it cannot plan the lines (e.g. an EXIT_SUBGRAPH
+// without its ENTER_SUBGRAPH). They do not depend on an entry state, so a
+// caller building several timelines of one graph (TimelineOfLines) from
+// different entries computes them once.
+std::vector<ReuseDecision> ReuseDecisionsOf(const Problem& problem,
+                                            const WrapperProgram& program,
+                                            const PoolLines& lines);
+
 // Returns the timeline of `problem` (core/graph_memory.h): of its wrapper
 // lines when `program` is not null (`lines` being
 // GroupWrapperLines(*program)), with the decisions of Inductor's reuse pass

@@ -872,7 +872,10 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
 
 TEST_F(WholeGraphGpuTest, TheH100CaptureIsWhatTheH100Measured) {
   // Every training forward of at least 10 MiB: one per model, t5's three.
-  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100, kH100Gaps, 14, 7);
+  // Six backward graphs size their forward's reservation for the steady
+  // step (PrivatePoolStep); swin_t's does not: 1612 MiB would save 6 MiB
+  // in the first step and take 32 MiB more from the second on.
+  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100, kH100Gaps, 14, 6);
 }
 
 // The hook as it ships (codegen version 14: private_pool "auto", a
