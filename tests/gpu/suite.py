@@ -1193,7 +1193,8 @@ class GraphCalls:
     allocator's memory history recording), also the allocator's segments at
     the entry (`entry_segments`): per segment [pool ("small" or "large"),
     bytes, [[block bytes, state ("active_allocated", "inactive", ...),
-    *allocation_site], ...] in address order, the segment's address], and
+    *allocation_site], ...] in address order, the segment's address, its
+    pool's id ([0, 0]: the default pool)], and
     what the allocator did during the call (`trace`: allocator_trace) and
     since the previous graph returned (`trace_before_entry`: the eager work
     between graphs, such as the loss and autograd's; for a step's first
@@ -1222,7 +1223,8 @@ class GraphCalls:
                           [[block["size"], block["state"],
                             *allocation_site(block)]
                            for block in segment["blocks"]],
-                          segment["address"]]
+                          segment["address"],
+                          list(segment.get("segment_pool_id") or (0, 0))]
                          for segment in sorted(before["segments"],
                                                key=lambda s: s["address"])]
             peak_before = cuda.max_memory_allocated()
@@ -2189,9 +2191,15 @@ def run_worker(args):
         # What the reserved peak is made of: the caching allocator's
         # segments (cudaMalloc'd blocks) after the step, in MiB, largest
         # first, and how many of them the step added.
-        segments = sorted((s["total_size"] for s in
-                           torch.cuda.memory_snapshot()), reverse=True)
+        snapshot = torch.cuda.memory_snapshot()
+        segments = sorted((s["total_size"] for s in snapshot), reverse=True)
         m["segments_mib"] = [round(s / 2**20, 1) for s in segments]
+        # The same of the segments outside the default pool (the hook's
+        # private pool: segment_pool_id other than (0, 0)), largest first.
+        m["private_segments_mib"] = sorted(
+            (round(s["total_size"] / 2**20, 1) for s in snapshot
+             if tuple(s.get("segment_pool_id") or (0, 0)) != (0, 0)),
+            reverse=True)
         m["segments_added"] = torch.cuda.memory_stats().get(
             "segment.all.allocated", 0) - segments_before
         # One step with every graph's peak above its entry, after
