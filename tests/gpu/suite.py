@@ -218,6 +218,13 @@ def parse_args():
                         "every allocation, free and cudaMalloc during the "
                         "graph (the allocator's memory history; GraphCalls; "
                         "diagnosis)")
+    parser.add_argument("--first-steps-history", action="store_true",
+                        help="memory runs: record the allocator's memory "
+                        "history from before the first compiled step and "
+                        "keep every segment it cudaMalloc'd in the first "
+                        "two steps (FirstSegments: which step, bytes, pool, "
+                        "where; diagnosis of segments the steady state "
+                        "does not take)")
     parser.add_argument("--default-shadow",
                         action=argparse.BooleanOptionalAction, default=True,
                         help="memory runs: default torch.compile with the "
@@ -352,6 +359,8 @@ def run_driver(args):
             command.append("--trace-lines")
         if args.entry_snapshots:
             command.append("--entry-snapshots")
+        if args.first_steps_history:
+            command.append("--first-steps-history")
         if not args.default_shadow:
             command.append("--no-default-shadow")
         begin = time.time()
@@ -1154,6 +1163,42 @@ def allocation_site(block):
 # --entry-snapshots: the allocator's memory history keeps this many of its
 # latest actions (torch.cuda.memory._record_memory_history's max_entries).
 HISTORY_ENTRIES = 200000
+# --first-steps-history: the memory history's size from before the first
+# compiled step (its compile's allocations included).
+FIRST_STEPS_ENTRIES = 2000000
+
+
+def first_step_trace(torch):
+    """The memory history's actions on the current device so far."""
+    traces = torch.cuda.memory._snapshot().get("device_traces") or []
+    device = torch.cuda.current_device()
+    return traces[device] if device < len(traces) else []
+
+
+def first_segments(torch, ends):
+    """FirstSegments: every segment the caching allocator cudaMalloc'd
+    since the history began, as [step (1 while the first compiled step
+    ran, 2 the second, 0 after), bytes, pool id ([0, 0]: the default
+    pool; [] where the segment was freed since), *python_site]; `ends`:
+    the history's length after each step."""
+    snapshot = torch.cuda.memory._snapshot()
+    device = torch.cuda.current_device()
+    traces = snapshot.get("device_traces") or []
+    trace = traces[device] if device < len(traces) else []
+    pools = {segment["address"]: list(segment.get("segment_pool_id") or
+                                      (0, 0))
+             for segment in snapshot["segments"]}
+    found = []
+    for index, entry in enumerate(trace):
+        if entry.get("action") != "segment_alloc":
+            continue
+        step = next((k + 1 for k, end in enumerate(ends) if index < end), 0)
+        found.append([step, entry.get("size", 0),
+                      pools.get(entry.get("addr"), []),
+                      *python_site(entry.get("frames"))])
+    return found
+
+
 # The actions allocator_trace keeps (the history also records
 # "free_requested", "oom", "snapshot" and expandable segments' mappings).
 TRACE_ACTIONS = ("alloc", "free_completed", "segment_alloc", "segment_free")
@@ -2103,8 +2148,12 @@ def run_worker(args):
         # --save-code: the graphs as they are first called (the patch
         # undone before the measured step).
         codes = compiled_graphs(torch) if args.save_code else None
+        if args.first_steps_history:
+            torch.cuda.memory._record_memory_history(
+                max_entries=FIRST_STEPS_ENTRIES)
         begin = time.time()
         out = step(fn)
+        first_steps = [len(first_step_trace(torch))]
         if codes is not None:
             codes[1]()
             save_codes(args.out, config, codes[0])
@@ -2117,6 +2166,9 @@ def run_worker(args):
         torch.cuda.synchronize()
         m["compile_seconds"] = round(time.time() - begin, 2)
         out = step(fn)  # once more: autotuning done
+        if args.first_steps_history:
+            worker["first_segments"] = first_segments(
+                torch, first_steps + [len(first_step_trace(torch))])
         results = results_of(out)
         if config == "inductor_pools":
             # Run to run: kernels with atomics (attention's backward)

@@ -1852,6 +1852,58 @@ class ServiceTest(unittest.TestCase):
             self.assertEqual(events, [])
         hook.release_private_pools()
 
+    def test_runtime_autotuning_allocates_outside_the_private_pool(self):
+        # Inductor's CachingAutotuner.benchmark_all_configs runs at a
+        # kernel's first launch, inside the graph's call: wrapped by the
+        # hook, it leaves the calling thread's open route for its body (its
+        # L2-flushing buffer and argument copies go to the default pool)
+        # and enters the same pools again after; with no route open, or a
+        # route closed inside it, it enters nothing.
+        events = []
+        fake_torch = types.ModuleType("torch")
+
+        class MemPool:
+            made = 0
+
+            def __init__(self):
+                MemPool.made += 1
+                self.id = MemPool.made
+
+        @contextlib.contextmanager
+        def use_mem_pool(pool, device=None):
+            events.append(("enter", pool.id, device))
+            yield
+            events.append(("exit", pool.id, device))
+
+        fake_torch.cuda = types.SimpleNamespace(
+            MemPool=MemPool, use_mem_pool=use_mem_pool,
+            is_current_stream_capturing=lambda: False)
+        MemPool.made = 0
+        hook.release_private_pools()
+
+        def benchmark_all_configs(*args, **kwargs):
+            events.append(("autotune", args, kwargs))
+            return "timings"
+
+        wrapped = hook._outside_private_pool(benchmark_all_configs)
+        self.assertEqual(wrapped.__name__, "benchmark_all_configs")
+        with mock.patch.dict("sys.modules", {"torch": fake_torch}):
+            self.assertEqual(wrapped(1, a=2), "timings")
+            self.assertEqual(events, [("autotune", (1,), {"a": 2})])
+            events.clear()
+            route = hook.enter_private_pool((0,))
+            self.assertEqual(wrapped(), "timings")
+            route.close()
+            self.assertEqual(events, [("enter", 1, 0), ("exit", 1, 0),
+                                      ("autotune", (), {}), ("enter", 1, 0),
+                                      ("exit", 1, 0)])
+            events.clear()
+            route = hook.enter_private_pool((0,))
+            with route.suspended():
+                route.close()
+            self.assertEqual(events, [("enter", 1, 0), ("exit", 1, 0)])
+        hook.release_private_pools()
+
     def test_an_alignment_not_a_power_of_two_is_refused(self):
         for alignment in (3, -64, 1 << 31, 64.0):
             with self.assertRaisesRegex(ValueError, "alignment"):

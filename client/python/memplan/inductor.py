@@ -63,6 +63,8 @@ read_placement, parse_symbolic) take Inductor's objects by duck typing, so
 they can be tested without torch.
 """
 
+import contextlib
+import functools
 import logging
 import re
 import threading
@@ -1187,6 +1189,41 @@ def _install_training(state):
         if hasattr(functorch_config, "force_non_lazy_backward_lowering"):
             _patch(state, functorch_config,
                    "force_non_lazy_backward_lowering", True)
+        _install_autotune_outside_pool(state)
+
+
+def _install_autotune_outside_pool(state):
+    """Has Inductor's runtime autotuning (CachingAutotuner.
+    benchmark_all_configs: a Triton kernel with several configs timed at its
+    first launch, inside the graph's call) allocate from the default pool
+    while a private-pool route is open on its thread. Its L2-flushing buffer
+    (the GPU's L2 size: 50 MiB on an H100) and its copies of the kernel's
+    mutated arguments would otherwise take segments of the private pool
+    in the first step, which empty_cache() never returns while the pool
+    lives (docs/gpu.md "Autotuning outside the private pool")."""
+    try:
+        from torch._inductor.runtime import triton_heuristics
+    except ImportError:
+        return
+    autotuner = getattr(triton_heuristics, "CachingAutotuner", None)
+    original = getattr(autotuner, "benchmark_all_configs", None)
+    if original is None:
+        return
+    _patch(state, autotuner, "benchmark_all_configs",
+           _outside_private_pool(original))
+
+
+def _outside_private_pool(function):
+    """`function` with the calling thread's open private-pool route (if
+    any) suspended while it runs (_PoolRoute.suspended)."""
+    @functools.wraps(function)
+    def outside(*args, **kwargs):
+        route = getattr(_open_route, "route", None)
+        if route is None:
+            return function(*args, **kwargs)
+        with route.suspended():
+            return function(*args, **kwargs)
+    return outside
 
 
 # --- Shadow: every graph predicted, none planned ------------------------------
@@ -2184,21 +2221,43 @@ class _PoolRoute:
     until close()."""
 
     def __init__(self, torch, devices):
+        self._torch = torch
+        self._devices = tuple(devices)
         self._contexts = []
-        for index in devices:
+        self._closed = False
+        self._enter()
+
+    def _enter(self):
+        for index in self._devices:
             pool = _private_pools.get(index)
             if pool is None:
-                pool = _private_pools.setdefault(index, torch.cuda.MemPool())
-            context = torch.cuda.use_mem_pool(pool, index)
+                pool = _private_pools.setdefault(index,
+                                                 self._torch.cuda.MemPool())
+            context = self._torch.cuda.use_mem_pool(pool, index)
             context.__enter__()
             self._contexts.append(context)
 
-    def close(self):
-        """Leaves the pools (idempotent)."""
+    def _leave(self):
         while self._contexts:
             self._contexts.pop().__exit__(None, None, None)
+
+    def close(self):
+        """Leaves the pools (idempotent)."""
+        self._closed = True
+        self._leave()
         if getattr(_open_route, "route", None) is self:
             _open_route.route = None
+
+    @contextlib.contextmanager
+    def suspended(self):
+        """Leaves the pools for the body (its allocations from the default
+        pool), then enters them again unless the route was closed."""
+        self._leave()
+        try:
+            yield
+        finally:
+            if not self._closed:
+                self._enter()
 
 
 def enter_private_pool(devices):
