@@ -1479,7 +1479,11 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       it, install(training=True) with a private pool sets AOTAutograd's
       force_non_lazy_backward_lowering while installed: each backward
       compiles right after its forward, before the forward first runs
-      (compile errors of a backward then show at the first forward call).
+      (compile errors of a backward then show at the first forward call);
+      and Inductor's first-launch autotuning (CachingAutotuner.
+      benchmark_all_configs, inside a graph's call) allocates from the
+      default pool, so that its buffers take no segment of the private
+      pool (_install_autotune_outside_pool).
     While installed, pooled buffers are freed at their last use and each
     pool once its last buffer is (see "Pools freed where the plan frees
     them"), and Inductor's compiled-graph cache keys name the hook's
