@@ -327,6 +327,31 @@ class AllocatorTraceTest(unittest.TestCase):
             {"device_traces": [[]]}, {"device_traces": [[]]}, 1))
 
 
+class FirstSegmentsTest(unittest.TestCase):
+
+    def test_each_segment_with_its_step_pool_and_site(self):
+        entry = AllocatorTraceTest.entry
+        trace = [entry("segment_alloc", 40 << 20, 1 << 30, [("call", 7)]),
+                 entry("alloc", 512, 1 << 30),
+                 entry("segment_alloc", 50 << 20, 2 << 30,
+                       [("benchmarking", 383)]),
+                 entry("segment_alloc", 20 << 20, 3 << 30),
+                 entry("segment_alloc", 2 << 20, 4 << 30)]
+        snapshot = {"device_traces": [trace],
+                    "segments": [
+                        {"address": 1 << 30, "segment_pool_id": (0, 1)},
+                        {"address": 2 << 30, "segment_pool_id": (0, 1)},
+                        {"address": 4 << 30}]}
+        fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(
+            current_device=lambda: 0,
+            memory=types.SimpleNamespace(_snapshot=lambda: snapshot)))
+        self.assertEqual(suite.first_segments(fake_torch, [2, 4]), [
+            [1, 40 << 20, [0, 1], ["call.py:7 call"]],
+            [2, 50 << 20, [0, 1], ["benchmarking.py:383 benchmarking"]],
+            [2, 20 << 20, []],  # released since: no pool
+            [0, 2 << 20, [0, 0]]])  # after the steps, the default pool
+
+
 class MergeStepTimesTest(unittest.TestCase):
     def test_the_workers_metrics_become_the_record(self):
         with tempfile.TemporaryDirectory() as folder:
