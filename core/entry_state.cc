@@ -182,6 +182,37 @@ std::shared_ptr<const CachingAllocatorModel> NextStepStart(
   return StepStartAfter(backward, kept);
 }
 
+namespace {
+
+// Starts `timeline`'s forward on `device` (both sides) from `start` (null:
+// an empty cache), whose cached blocks stand for the request's own.
+void StartFrom(GraphTimeline& timeline, const std::string& device,
+               const std::shared_ptr<const CachingAllocatorModel>& start) {
+  for (std::vector<DeviceMemory>* side :
+       {&timeline.unplanned, &timeline.baseline}) {
+    for (DeviceMemory& memory : *side) {
+      if (memory.device != device) continue;
+      memory.start = start;
+      memory.cached.clear();
+    }
+  }
+}
+
+// The backward's timeline from `entry`: of its lines with the reuse-pass
+// decisions `reuse` where given, else WholeGraphTimeline's.
+GraphTimeline BackwardTimeline(const Problem& backward,
+                               const WrapperProgram* program,
+                               const PoolLines* lines,
+                               const std::vector<ReuseDecision>* reuse,
+                               const EntryState* entry) {
+  if (reuse != nullptr && program != nullptr && lines != nullptr) {
+    return TimelineOfLines(backward, *program, *lines, *reuse, entry);
+  }
+  return WholeGraphTimeline(backward, program, lines, entry);
+}
+
+}  // namespace
+
 SteadyStep SteadyTrainingStep(const Problem& forward, const Plan& forward_plan,
                               const GraphTimeline& forward_timeline,
                               const std::vector<std::string>& forward_outputs,
@@ -203,25 +234,16 @@ SteadyStep SteadyTrainingStep(const Problem& forward, const Plan& forward_plan,
   while (steady.steps < SteadyStep::kMaxSteps) {
     ++steady.steps;
     GraphTimeline step =
-        reuse != nullptr && program != nullptr && lines != nullptr
-            ? TimelineOfLines(backward, *program, *lines, *reuse, &steady.entry)
-            : WholeGraphTimeline(backward, program, lines, &steady.entry);
+        BackwardTimeline(backward, program, lines, reuse, &steady.entry);
     GraphTimeline next = forward_timeline;
     std::vector<Segments> starts;
     for (const DeviceMemory& memory : step.baseline) {
       const std::shared_ptr<const CachingAllocatorModel> start =
           NextStepStart(memory, backward_outputs);
       starts.push_back(start->FreeBlockSizes());
-      for (std::vector<DeviceMemory>* side :
-           {&next.unplanned, &next.baseline}) {
-        for (DeviceMemory& device : *side) {
-          if (device.device != memory.device) continue;
-          device.start = start;
-          // The start holds the cached blocks already (EmptyCache keeps
-          // them): the forward's request named them once.
-          device.cached.clear();
-        }
-      }
+      // The start holds the cached blocks already (EmptyCache keeps
+      // them): the forward's request named them once.
+      StartFrom(next, memory.device, start);
     }
     // A start seen before: the steps from here repeat.
     const auto repeated = std::find(seen.begin(), seen.end(), starts);
@@ -254,11 +276,10 @@ CachingAllocatorStats BackwardAfter(
   EntryState entry;
   entry.predicted = SideOf(end, step.forward_outputs, step.sources);
   entry.baseline = entry.predicted;
-  const GraphTimeline timeline =
-      step.backward_reuse.has_value() && program != nullptr && lines != nullptr
-          ? TimelineOfLines(backward, *program, *lines, *step.backward_reuse,
-                            &entry)
-          : WholeGraphTimeline(backward, program, lines, &entry);
+  const GraphTimeline timeline = BackwardTimeline(
+      backward, program, lines,
+      step.backward_reuse.has_value() ? &*step.backward_reuse : nullptr,
+      &entry);
   for (const DeviceMemory& unplanned : timeline.unplanned) {
     if (unplanned.device != memory.device) continue;
     DeviceMemory replay = unplanned;
@@ -329,14 +350,7 @@ PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
   while (result.steps < PrivateStep::kMaxSteps) {
     ++result.steps;
     GraphTimeline forward = step.forward_timeline;
-    for (std::vector<DeviceMemory>* side :
-         {&forward.unplanned, &forward.baseline}) {
-      for (DeviceMemory& device : *side) {
-        if (device.device != memory.device) continue;
-        device.start = start;
-        device.cached.clear();
-      }
-    }
+    StartFrom(forward, memory.device, start);
     const ForwardEnd end =
         PlannedForwardEnd(step.forward, plan, forward, outputs);
     Bytes taken = 0;
@@ -359,17 +373,10 @@ PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
         backward_end.has_value() ? &*backward_end : forward_end;
     taken += stats.reserved;
     peak = std::max(peak, held + stats.peak_allocated);
-    if (result.steps == 1) {
-      result.first_reserved = taken;
-      result.peak_allocated = peak;
-    }
     result.peak_allocated = std::max(result.peak_allocated, peak);
     if (after == nullptr) break;  // nothing on the device
     result.reserved = after->PoolSegmentBytes();
-    if (taken == 0 && result.steps > 1) {
-      result.converged = true;
-      break;
-    }
+    if (taken == 0 && result.steps > 1) break;
     start =
         std::make_shared<const CachingAllocatorModel>(after->PoolNextStep());
   }

@@ -253,10 +253,8 @@ StepReserved NextStepReserved(const TrainingStep& step, const Problem& backward,
 struct PrivateStep {
   static constexpr int kMaxSteps = 8;
   Bytes reserved = 0;        // the pool's segments after the last step, bytes
-  Bytes first_reserved = 0;  // those the first step takes, from an empty pool
   Bytes peak_allocated = 0;  // the most bytes in use above a step's start
   int steps = 0;             // steps replayed, at most kMaxSteps
-  bool converged = false;    // the last step took no segment (steady)
 };
 PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
                             const WrapperProgram* program,
