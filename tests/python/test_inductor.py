@@ -1803,13 +1803,11 @@ class ServiceTest(unittest.TestCase):
         response.pools.add(name="pool0", device="cpu", size_bytes=512)
         self.assertEqual(hook.with_private_pool(lines, response), lines)
 
-    def test_a_private_pool_route_enters_and_leaves_the_hooks_pools(self):
-        # enter_private_pool enters torch.cuda.use_mem_pool of the hook's
-        # pool for each device (one MemPool per device, kept between
-        # calls), close() leaves them; a route a graph left open (it
-        # raised) is closed by the next enter; release_private_pools drops
-        # the pools, and the next call makes new ones.
-        events = []
+    @staticmethod
+    def _fake_pool_torch(events, capturing):
+        """A torch module whose cuda.MemPool numbers its pools from 1 and
+        whose use_mem_pool records ("enter" / "exit", pool id, device) in
+        `events`; capturing[0]: is_current_stream_capturing()."""
         fake_torch = types.ModuleType("torch")
 
         class MemPool:
@@ -1825,10 +1823,19 @@ class ServiceTest(unittest.TestCase):
             yield
             events.append(("exit", pool.id, device))
 
-        capturing = [False]
         fake_torch.cuda = types.SimpleNamespace(
             MemPool=MemPool, use_mem_pool=use_mem_pool,
             is_current_stream_capturing=lambda: capturing[0])
+        return fake_torch
+
+    def test_a_private_pool_route_enters_and_leaves_the_hooks_pools(self):
+        # enter_private_pool enters torch.cuda.use_mem_pool of the hook's
+        # pool for each device (one MemPool per device, kept between
+        # calls), close() leaves them; a route a graph left open (it
+        # raised) is closed by the next enter; release_private_pools drops
+        # the pools, and the next call makes new ones.
+        events, capturing = [], [False]
+        fake_torch = self._fake_pool_torch(events, capturing)
         hook.release_private_pools()
         with mock.patch.dict("sys.modules", {"torch": fake_torch}):
             route = hook.enter_private_pool((0, 1))
@@ -1860,25 +1867,7 @@ class ServiceTest(unittest.TestCase):
         # and enters the same pools again after; with no route open, or a
         # route closed inside it, it enters nothing.
         events = []
-        fake_torch = types.ModuleType("torch")
-
-        class MemPool:
-            made = 0
-
-            def __init__(self):
-                MemPool.made += 1
-                self.id = MemPool.made
-
-        @contextlib.contextmanager
-        def use_mem_pool(pool, device=None):
-            events.append(("enter", pool.id, device))
-            yield
-            events.append(("exit", pool.id, device))
-
-        fake_torch.cuda = types.SimpleNamespace(
-            MemPool=MemPool, use_mem_pool=use_mem_pool,
-            is_current_stream_capturing=lambda: False)
-        MemPool.made = 0
+        fake_torch = self._fake_pool_torch(events, [False])
         hook.release_private_pools()
 
         def benchmark_all_configs(*args, **kwargs):
