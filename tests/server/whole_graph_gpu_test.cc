@@ -48,6 +48,8 @@
 #include "core/inductor/wrapper_lines.h"
 #include "core/inductor/wrapper_memory.h"
 #include "core/validator.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "server/server.h"
@@ -320,7 +322,8 @@ class WholeGraphGpuTest : public testing::Test {
 
   static void CheckH100Capture(const char* path, absl::Span<const H100Gap> gaps,
                                int expected_reserving,
-                               int expected_step_reserving);
+                               int expected_step_reserving,
+                               bool step_reservations_made);
 
   static std::vector<CapturedGraph>* graphs_;
   static Server* server_;
@@ -782,11 +785,14 @@ constexpr H100Gap kH100Gaps[] = {
 // Checks one H100 capture (`path`, 46 graphs) as above: every graph within
 // 1% but for `gaps` (each within its bound, and outside 1% somewhere), and
 // `reserving` private-pool forwards of at least 10 MiB, each reserving its
-// predicted peak rounded down to 2 MiB.
+// predicted peak rounded down to 2 MiB, and `step_reserving` private-pool
+// backwards naming a larger reservation for their forward's step (with
+// `step_reservations_made`, the forward predicted at least that).
 void WholeGraphGpuTest::CheckH100Capture(const char* path,
                                          absl::Span<const H100Gap> gaps,
                                          int expected_reserving,
-                                         int expected_step_reserving) {
+                                         int expected_step_reserving,
+                                         bool step_reservations_made) {
   absl::StatusOr<std::vector<CapturedGraph>> captured =
       ReadCapturedGraphs(path);
   ASSERT_TRUE(captured.ok()) << captured.status();
@@ -798,6 +804,46 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
         [&](const CapturedGraph& graph) { return graph.name == gap.graph; }))
         << gap.graph;
   }
+  // Each private-pool backward's plan, and the step reservation it names
+  // for its forward (PlanMemoryResponse.forward_segment_reservations),
+  // keyed by the configuration and the forward's request as the backward
+  // carries it (options aside). Where the capture's hook made it
+  // (`step_reservations_made`: codegen version 15 does, at the forward's
+  // entry from its first call, the backward compiled right after the
+  // forward), the forward's measured peak is at least it: the hook's stats
+  // record raises the forward's predicted peak to it (memplan/inductor.py
+  // _apply_step_reservations), and so does this check.
+  auto forward_key = [](const std::string& configuration,
+                        v1::PlanMemoryRequest request) {
+    request.clear_options();
+    request.clear_cached_blocks();
+    std::string bytes;
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    request.SerializeToCodedStream(&coded);
+    coded.Trim();
+    return absl::StrCat(configuration, "/", bytes);
+  };
+  std::map<std::string, v1::PlanMemoryResponse> backward_plans;
+  std::map<std::string, int64_t> step_reservations;
+  for (const CapturedGraph& graph : *captured) {
+    if (!graph.request.options().private_pool() ||
+        !graph.request.has_forward()) {
+      continue;
+    }
+    for (const auto& [configuration, measured] : graph.memplan_measured) {
+      v1::PlanMemoryResponse response = PlanAs(graph, configuration);
+      for (const v1::SegmentReservation& step :
+           response.forward_segment_reservations()) {
+        int64_t& size = step_reservations[forward_key(
+            configuration, graph.request.forward().request())];
+        size = std::max(size, step.size_bytes());
+      }
+      backward_plans[absl::StrCat(graph.name, "/", configuration)] =
+          std::move(response);
+    }
+  }
   for (const CapturedGraph& graph : *captured) {
     const H100Gap* gap = nullptr;
     for (const H100Gap& known : gaps) {
@@ -807,14 +853,29 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
     double worst = 0;
     std::string line = absl::StrFormat("%-26s", graph.name);
     for (const auto& [configuration, measured] : graph.memplan_measured) {
-      const v1::PlanMemoryResponse response = PlanAs(graph, configuration);
+      auto planned =
+          backward_plans.find(absl::StrCat(graph.name, "/", configuration));
+      const v1::PlanMemoryResponse response =
+          planned != backward_plans.end() ? planned->second
+                                          : PlanAs(graph, configuration);
       const int64_t predicted = response.stats().predicted_peak_bytes();
-      const double error = RelativeError(predicted, measured);
+      int64_t at_least = 0;  // the step reservation its backward names
+      if (step_reservations_made && !graph.request.has_forward()) {
+        auto step =
+            step_reservations.find(forward_key(configuration, graph.request));
+        if (step != step_reservations.end()) at_least = step->second;
+      }
+      const double error =
+          RelativeError(std::max(predicted, at_least), measured);
       worst = std::max(worst, std::abs(error));
       EXPECT_LE(std::abs(error), bound)
           << graph.name << " " << configuration << ": predicted " << predicted
-          << " B, measured " << measured << " B";
+          << " B (the step's reservation " << at_least << " B), measured "
+          << measured << " B";
       absl::StrAppendFormat(&line, " %s %+.2f%%", configuration, 100 * error);
+      if (at_least > predicted) {
+        absl::StrAppendFormat(&line, " (the step's reservation)");
+      }
       const v1::PlanOptions& options = graph.request.options();
       if (options.private_pool() && !graph.request.has_forward()) {
         // A training forward: one reservation of its peak, rounded down.
@@ -875,32 +936,38 @@ TEST_F(WholeGraphGpuTest, TheH100CaptureIsWhatTheH100Measured) {
   // Six backward graphs size their forward's reservation for the steady
   // step (PrivatePoolStep); swin_t's does not: 1612 MiB would save 6 MiB
   // in the first step and take 32 MiB more from the second on.
-  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100, kH100Gaps, 14, 6);
+  // Codegen version 13 made no step reservation.
+  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100, kH100Gaps, 14, 6,
+                   /*step_reservations_made=*/false);
 }
 
-// The hook as it ships (codegen version 14: private_pool "auto", a
-// backward's ForwardGraph.plan with its forward's reservation; runs T2, U8
-// and W7, testdata/whole_graph/captured_h100_shipped.jsonl.gz: docs/gpu.md
-// "Private pool "auto" and a backward's forward reservation"): the CNN,
-// vit_b_16 and swin_t training graphs in the private pool (configuration
-// partition_grads, its forwards reserving), the others in the default
-// pool with their forwards' cached blocks, default's own requests
-// (default_request) from the hook in shadow. 44 of 46 within 1%, as the
-// workers recorded them. Gaps: resnet50's backward in the private pool
-// (-2.58%: the model starts it from its forward's replay in a fresh pool,
-// where the pool holds the segments earlier steps left, which no request
-// describes; not diagnosed further), swin_t's backward (-7.83% memplan,
-// -3.20% default's baseline: swin_t compiles differently from run to run,
-// and its backward missed in earlier runs too, docs/gpu.md "Runs U1 to
-// U4"; not diagnosed). Bounds: those errors, rounded up.
+// The hook as it ships (planner version 19, codegen version 15:
+// private_pool "auto", a backward's ForwardGraph.plan with its forward's
+// reservation, Inductor's autotuning outside the private pool; runs R1 and
+// R2, testdata/whole_graph/captured_h100_shipped.jsonl.gz: docs/gpu.md
+// "Runs R1 to R3"): the CNN, vit_b_16 and swin_t training graphs in the
+// private pool (configuration partition_grads, its forwards reserving;
+// resnet18's and vit_b_16's at the size their backward names for the
+// step), the others in the default pool with their forwards' cached
+// blocks, default's own requests (default_request) from the hook in
+// shadow. 44 of 46 within 1%, as the workers recorded them. Gaps:
+// swin_t's backward, default's baseline +3.11% (its memplan column exact;
+// the same request measured 18.05 MiB in default in run R1 as in five
+// runs of 2026-12-01, and missed in earlier runs too: docs/gpu.md "Runs U1
+// to U4"; not diagnosed), t5's last backward -9.01% (21.97 MiB measured,
+// 19.99 predicted, for the same request that measured 19.99 in run U8:
+// what the step's three earlier backward graphs leave at its entry, which
+// its request does not describe, as in runs A and E). Bounds: those
+// errors, rounded up.
 constexpr H100Gap kShippedGaps[] = {
-    {"resnet50.training.1", 0.03},
-    {"swin_t.training.1", 0.08},
+    {"swin_t.training.1", 0.04},
+    {"t5.training.7", 0.10},
 };
 
 TEST_F(WholeGraphGpuTest, TheShippedHooksH100CaptureIsWhatTheH100Measured) {
   // The private-pool forwards: the six CNNs', vit_b_16's and swin_t's.
-  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100_SHIPPED, kShippedGaps, 8, 3);
+  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100_SHIPPED, kShippedGaps, 8, 2,
+                   /*step_reservations_made=*/true);
 }
 
 }  // namespace
