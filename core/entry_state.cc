@@ -398,6 +398,7 @@ StepReservationChoice StepReservation(const TrainingStep& step,
   const PrivateStep with_own =
       PrivatePoolStep(step, backward, program, lines, memory, own);
   choice.reserved = with_own.reserved;
+  choice.peak_allocated = with_own.peak_allocated;
   const Bytes ceiling = with_own.peak_allocated / kRound * kRound;
   const Bytes beyond = with_own.reserved - own;  // the other segments' bytes
   if (ceiling <= own || beyond <= 0) return choice;
@@ -417,6 +418,7 @@ StepReservationChoice StepReservation(const TrainingStep& step,
     if (with.reserved <= to_beat) {  // the smallest of the least
       choice.reservation = size;
       choice.reserved = with.reserved;
+      choice.peak_allocated = with.peak_allocated;
       to_beat = with.reserved - 1;
     }
   }

@@ -276,11 +276,14 @@ PrivateStep PrivatePoolStep(const TrainingStep& step, const Problem& backward,
 // those) where it reserves at least 2 MiB less than the forward's own
 // reservation does, with the steady state's reserved bytes; reservation 0 where
 // none does (`reserved` then the step's with the forward's own), or where the
-// forward has no reservation on the device (`reserved` 0). At most 6
-// PrivatePoolStep.
+// forward has no reservation on the device (`reserved` and `peak_allocated`
+// 0). At most 6 PrivatePoolStep.
 struct StepReservationChoice {
   Bytes reservation = 0;  // bytes; 0: the forward's own reservation stays
   Bytes reserved = 0;     // the pool's steady segments (PrivatePoolStep)
+  // The most bytes in use above a step's start with that reservation
+  // (PrivatePoolStep::peak_allocated): the step's peak allocated.
+  Bytes peak_allocated = 0;
 };
 StepReservationChoice StepReservation(const TrainingStep& step,
                                       const Problem& backward,

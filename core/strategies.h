@@ -88,7 +88,13 @@ namespace memplan {
 //      left, until a step takes none), not its first step from an empty
 //      pool; a graph input the model adopted and freed is no segment of
 //      the pool (CachingAllocatorModel::PoolNextStep).
-inline constexpr uint32_t kPlannerVersion = 19;
+//   20: where the candidates near a private-pool backward's own lowest peak
+//      keep more than kReservedPoolFactor times the fewest pools, strategy
+//      partition also steps the candidates beyond that slack with fewer
+//      pools, one per pool count, and takes one whose step reserves less
+//      where it keeps the step's peak allocated within the slack
+//      (resnet50's backward: 8 pools for 269).
+inline constexpr uint32_t kPlannerVersion = 20;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

@@ -321,6 +321,7 @@ class WholeGraphGpuTest : public testing::Test {
   }
 
   static void CheckH100Capture(const char* path, absl::Span<const H100Gap> gaps,
+                               absl::Span<const char* const> replanned,
                                int expected_reserving,
                                int expected_step_reserving,
                                bool step_reservations_made);
@@ -788,11 +789,13 @@ constexpr H100Gap kH100Gaps[] = {
 // predicted peak rounded down to 2 MiB, and `step_reserving` private-pool
 // backwards naming a larger reservation for their forward's step (with
 // `step_reservations_made`, the forward predicted at least that).
-void WholeGraphGpuTest::CheckH100Capture(const char* path,
-                                         absl::Span<const H100Gap> gaps,
-                                         int expected_reserving,
-                                         int expected_step_reserving,
-                                         bool step_reservations_made) {
+// `replanned`: graphs whose memplan plan a later planner version changed,
+// so the GPU never ran the plan made here: their predictions are not held
+// to the capture's measurements (their baselines are).
+void WholeGraphGpuTest::CheckH100Capture(
+    const char* path, absl::Span<const H100Gap> gaps,
+    absl::Span<const char* const> replanned, int expected_reserving,
+    int expected_step_reserving, bool step_reservations_made) {
   absl::StatusOr<std::vector<CapturedGraph>> captured =
       ReadCapturedGraphs(path);
   ASSERT_TRUE(captured.ok()) << captured.status();
@@ -803,6 +806,12 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
         captured->begin(), captured->end(),
         [&](const CapturedGraph& graph) { return graph.name == gap.graph; }))
         << gap.graph;
+  }
+  for (const char* name : replanned) {
+    EXPECT_TRUE(std::any_of(
+        captured->begin(), captured->end(),
+        [&](const CapturedGraph& graph) { return graph.name == name; }))
+        << name;
   }
   // Each private-pool backward's plan, and the step reservation it names
   // for its forward (PlanMemoryResponse.forward_segment_reservations),
@@ -850,6 +859,8 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
       if (graph.name == known.graph) gap = &known;
     }
     const double bound = gap == nullptr ? kTarget : gap->bound;
+    const bool was_replanned = std::find(replanned.begin(), replanned.end(),
+                                         graph.name) != replanned.end();
     double worst = 0;
     std::string line = absl::StrFormat("%-26s", graph.name);
     for (const auto& [configuration, measured] : graph.memplan_measured) {
@@ -867,12 +878,17 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
       }
       const double error =
           RelativeError(std::max(predicted, at_least), measured);
-      worst = std::max(worst, std::abs(error));
-      EXPECT_LE(std::abs(error), bound)
-          << graph.name << " " << configuration << ": predicted " << predicted
-          << " B (the step's reservation " << at_least << " B), measured "
-          << measured << " B";
-      absl::StrAppendFormat(&line, " %s %+.2f%%", configuration, 100 * error);
+      if (was_replanned) {
+        absl::StrAppendFormat(&line, " %s replanned (%+.2f%%)", configuration,
+                              100 * error);
+      } else {
+        worst = std::max(worst, std::abs(error));
+        EXPECT_LE(std::abs(error), bound)
+            << graph.name << " " << configuration << ": predicted " << predicted
+            << " B (the step's reservation " << at_least << " B), measured "
+            << measured << " B";
+        absl::StrAppendFormat(&line, " %s %+.2f%%", configuration, 100 * error);
+      }
       if (at_least > predicted) {
         absl::StrAppendFormat(&line, " (the step's reservation)");
       }
@@ -918,7 +934,7 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
     if (gap != nullptr) {
       EXPECT_GT(worst, kTarget) << graph.name << " is within " << kTarget
                                 << " everywhere now: take it out of the gaps";
-    } else {
+    } else if (!was_replanned) {
       ++within;
     }
     std::printf("%s%s\n", line.c_str(), gap ? "  (known H100 gap)" : "");
@@ -926,18 +942,26 @@ void WholeGraphGpuTest::CheckH100Capture(const char* path,
   EXPECT_EQ(reserving, expected_reserving);
   EXPECT_EQ(step_reserving, expected_step_reserving);
   std::printf(
-      "H100 graphs within 1%%: %d of %zu; forwards reserving: %d; backwards "
-      "sizing their forward's reservation for the step: %d\n",
-      within, captured->size(), reserving, step_reserving);
+      "H100 graphs within 1%%: %d of %zu (%zu replanned since); forwards "
+      "reserving: %d; backwards sizing their forward's reservation for the "
+      "step: %d\n",
+      within, captured->size(), replanned.size(), reserving, step_reserving);
 }
+
+// Planner version 20 gives resnet50's private-pool backward 8 pools for
+// 269 (the candidates beyond the backward's own peak slack, held to the
+// step's peak): the GPU ran the earlier versions' 269.
+constexpr const char* kReplannedSinceT1[] = {"resnet50.training.1"};
+constexpr const char* kReplannedSinceR1[] = {"resnet50.training.1"};
 
 TEST_F(WholeGraphGpuTest, TheH100CaptureIsWhatTheH100Measured) {
   // Every training forward of at least 10 MiB: one per model, t5's three.
-  // Six backward graphs size their forward's reservation for the steady
-  // step (PrivatePoolStep); swin_t's does not: 1612 MiB would save 6 MiB
-  // in the first step and take 32 MiB more from the second on.
-  // Codegen version 13 made no step reservation.
-  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100, kH100Gaps, 14, 6,
+  // Five backward graphs size their forward's reservation for the steady
+  // step (PrivatePoolStep; resnet50's 8 pools need none); swin_t's does not:
+  // 1612 MiB would save 6 MiB in the first step and take 32 MiB more from the
+  // second on. Codegen version 13 made no step reservation.
+  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100, kH100Gaps, kReplannedSinceT1, 14,
+                   5,
                    /*step_reservations_made=*/false);
 }
 
@@ -966,7 +990,8 @@ constexpr H100Gap kShippedGaps[] = {
 
 TEST_F(WholeGraphGpuTest, TheShippedHooksH100CaptureIsWhatTheH100Measured) {
   // The private-pool forwards: the six CNNs', vit_b_16's and swin_t's.
-  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100_SHIPPED, kShippedGaps, 8, 2,
+  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100_SHIPPED, kShippedGaps,
+                   kReplannedSinceR1, 8, 2,
                    /*step_reservations_made=*/true);
 }
 
