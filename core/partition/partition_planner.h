@@ -120,7 +120,20 @@
 // holds none of the forward's outputs into it (docs/gpu.md "Runs R3, T1,
 // U7, W6 and V13 to V15": the transformer rows' held logits split it; the
 // judged sizes above compare against the default pool's cached blocks,
-// which are not the private pool's).
+// which are not the private pool's). A private-pool training backward
+// whose forward reserves a segment is judged by the private pool's steady
+// step instead (core/entry_state.h StepReservation, PrivatePoolStep): of
+// the candidates within the peak's slack with at most kReservedPoolFactor
+// times the fewest pools (or default's storages), the one whose step
+// reserves least where it saves at least 2 MiB, and the forward's
+// reservation sized for that step (Plan::forward_reservations). Where the
+// candidates within the slack keep more than kReservedPoolFactor times
+// the fewest pools of any candidate, those beyond the slack with fewer
+// pools than the chosen (the lowest peak of each pool count) are stepped
+// too, each held to the chosen step's peak allocated plus 1/256: a
+// backward peaking far under its forward can hold a few pools longer at
+// no cost to the step (resnet50's: 8 pools for 269, docs/gpu.md "Runs K4
+// to K7"; planner version 20).
 //
 // Pool modes `intermediates` and `none`: each output keeps a pool of its
 // own (the caller frees outputs independently, as both modes require); a
