@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -1082,41 +1083,38 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
       for (const auto& candidate : candidates) {
         fewest_any = std::min(fewest_any, candidate->pools().size());
       }
-      const bool widen =
-          candidates[chosen]->pools().size() > kReservedPoolFactor * fewest_any;
-      std::vector<size_t> widened;  // beyond the slack, one per pool count
-      if (widen) {
+      // Beyond the slack, one candidate per pool count.
+      std::vector<bool> stepped_too(candidates.size(), false);
+      if (candidates[chosen]->pools().size() >
+          kReservedPoolFactor * fewest_any) {
+        std::map<size_t, size_t> lowest_of_count;  // pools -> candidate
         for (size_t c = 0; c < candidates.size(); ++c) {
+          const size_t pools = candidates[c]->pools().size();
           if (near_peak(*candidates[c]) ||
-              candidates[c]->pools().size() >=
-                  candidates[chosen]->pools().size()) {
+              pools >= candidates[chosen]->pools().size()) {
             continue;
           }
-          auto same =
-              std::find_if(widened.begin(), widened.end(), [&](size_t earlier) {
-                return candidates[earlier]->pools().size() ==
-                       candidates[c]->pools().size();
-              });
-          if (same == widened.end()) {
-            widened.push_back(c);
-          } else if (candidates[c]->peak() < candidates[*same]->peak()) {
-            *same = c;
+          auto [it, first] = lowest_of_count.try_emplace(pools, c);
+          if (!first &&
+              candidates[c]->peak() < candidates[it->second]->peak()) {
+            it->second = c;
           }
         }
+        for (const auto& [pools, c] : lowest_of_count) stepped_too[c] = true;
       }
       const Bytes step_peak_limit =
           best->peak_allocated + best->peak_allocated / kPeakSlack;
       size_t thrifty = chosen;
       for (size_t c = 0; c < candidates.size(); ++c) {
-        const bool stepped_too =
-            std::find(widened.begin(), widened.end(), c) != widened.end();
         if (c == chosen || candidates[c]->pools().size() > most_pools ||
-            (!near_peak(*candidates[c]) && !stepped_too)) {
+            (!near_peak(*candidates[c]) && !stepped_too[c])) {
           continue;
         }
         absl::StatusOr<StepReservationChoice> choice = step_of(c);
         if (!choice.ok()) return choice.status();
-        if (stepped_too && choice->peak_allocated > step_peak_limit) continue;
+        if (stepped_too[c] && choice->peak_allocated > step_peak_limit) {
+          continue;
+        }
         if (std::make_pair(choice->reserved, candidates[c]->pools().size()) <
             std::make_pair(best->reserved,
                            candidates[thrifty]->pools().size())) {
