@@ -2,7 +2,10 @@
 the --step-time rule for noise, its table's ratios and summary, how a
 step-time worker's record is merged, the output check against eager, the
 allocator's actions a graph call records, and that every script of
-tests/gpu compiles (a GPU machine is the first to run most of them)."""
+tests/gpu compiles (a GPU machine is the first to run most of them), and
+tests/bench/saved_activation_groups.py's count of a forward's output
+pools."""
+import gzip
 import json
 import os
 import sys
@@ -648,6 +651,69 @@ class GradientMemoryTest(unittest.TestCase):
             suite.gradient_memory(torch, params, 1000)["gradient_bytes"], 96)
         self.assertEqual(suite.gradient_memory(
             torch, params, 1000)["gradient_storage_bytes"], 160)
+
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "bench"))
+import saved_activation_groups  # noqa: E402
+
+
+class SavedActivationGroupsTest(unittest.TestCase):
+    """tests/bench/saved_activation_groups.py: a forward's output pools
+    grouped by the backward's free clusters."""
+
+    def test_outputs_freed_with_nothing_allocated_between_share(self):
+        def allocate(name):
+            return {"kind": "EVENT_KIND_ALLOCATE", "name": name}
+
+        def free(name):
+            return {"kind": "EVENT_KIND_FREE_INPUT", "name": name}
+        # Forward: buf0..buf4 outputs, each in a pool of its own, buf4
+        # Inductor's reuse of buf3's storage (so in buf3's pool); buf5 an
+        # intermediate in a pool of its own.
+        forward = {
+            "events": [allocate("buf0"), allocate("buf1"), allocate("buf2"),
+                       allocate("buf3"),
+                       {"kind": "EVENT_KIND_REUSE", "name": "buf3",
+                        "reused_as": "buf4"},
+                       allocate("buf5")],
+            "output_names": ["buf0", "buf1", "buf2", "buf4", "buf6"]}
+        plan = {"assignments": [
+            {"allocation_event": str(i), "pool": f"pool{i}"}
+            for i in (0, 1, 2, 3, 5)]}
+        sources = [{"input": f"in{i}", "forward_output": f"buf{i}"}
+                   for i in (0, 1, 2, 4)]
+        # Backward: in0 and in1 freed together (one cluster), then an
+        # allocation, then in2 (a cluster of its own); in4 never freed.
+        backward = {"events": [free("in0"), {"kind": "EVENT_KIND_OTHER"},
+                               free("in1"), allocate("buf9"), free("in2")],
+                    "forward": {"request": forward, "plan": plan,
+                                "input_sources": sources}}
+        # 5 pools, 4 holding an output (pool5 an intermediate's; buf6 no
+        # planned buffer); pools 0 and 1 share: 3.
+        self.assertEqual(saved_activation_groups.output_pools(backward),
+                         (5, 4, 3))
+        backward["events"].insert(1, allocate("buf8"))  # splits in0, in1
+        self.assertEqual(saved_activation_groups.output_pools(backward),
+                         (5, 4, 4))
+
+    def test_a_capture_never_gains_pools(self):
+        capture = os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "server",
+            "testdata", "whole_graph", "captured_h100_shipped.jsonl.gz")
+        backwards = 0
+        with gzip.open(capture, "rt") as lines:
+            for line in lines:
+                graph = json.loads(line)
+                if graph["phase"] != "backward":
+                    continue
+                backwards += 1
+                pools, outputs, grouped = \
+                    saved_activation_groups.output_pools(graph["request"])
+                self.assertLessEqual(outputs, pools, graph["model"])
+                self.assertLessEqual(grouped, outputs, graph["model"])
+                self.assertGreater(grouped, 0, graph["model"])
+        self.assertGreaterEqual(backwards, 12)
 
 
 if __name__ == "__main__":
