@@ -222,7 +222,7 @@ Bytes IntermediatesModeBound(const Problem& problem,
 void RaiseToModeBound(const Problem& problem,
                       std::vector<DeviceBound>& bounds) {
   if (problem.pool_mode != PoolMode::kIntermediates ||
-      problem.outputs_released_together) {
+      problem.OutputsMayShare()) {
     return;
   }
   std::vector<std::vector<size_t>> members(bounds.size());

@@ -36,9 +36,9 @@ Bytes LowerBound(const Problem& problem);
 //          (no output pool can take any of them).
 // Every plan of the mode totals at least this: its output pools hold
 // sum_o s_o, and its other pools hold, at each t, whatever the output pools
-// cannot. Other modes, and `intermediates` with outputs released together
-// (Problem::outputs_released_together: outputs may share a pool, whose
-// room is then more than any one output's): the plain lower bound.
+// cannot. Other modes, and `intermediates` where outputs may share a pool
+// (Problem::OutputsMayShare: outputs released together, whose pool's room
+// is then more than any one output's): the plain lower bound.
 std::vector<DeviceBound> ModeLowerBoundPerDevice(const Problem& problem);
 
 // Returns the sum over devices of ModeLowerBoundPerDevice, in bytes.

@@ -94,7 +94,11 @@ namespace memplan {
 //      pools, one per pool count, and takes one whose step reserves less
 //      where it keeps the step's peak allocated within the slack
 //      (resnet50's backward: 8 pools for 269).
-inline constexpr uint32_t kPlannerVersion = 20;
+//   21: outputs of one release group (PlanMemoryRequest.release_groups: a
+//      training forward's saved activations its backward frees at one
+//      kernel) may share a pool in pool mode intermediates, as outputs
+//      released together do (Problem::ReleasedTogether).
+inline constexpr uint32_t kPlannerVersion = 21;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
 // live for the whole program. Tests iterate this list so that a new planner

@@ -30,7 +30,16 @@ bool operator==(const Buffer& a, const Buffer& b) {
          a.is_output == b.is_output && a.device == b.device &&
          a.dtype == b.dtype &&
          a.size_is_data_dependent == b.size_is_data_dependent &&
-         a.alignment == b.alignment && a.fixed_offset == b.fixed_offset;
+         a.alignment == b.alignment && a.fixed_offset == b.fixed_offset &&
+         a.release_group == b.release_group;
+}
+
+bool Problem::OutputsMayShare() const {
+  if (outputs_released_together) return true;
+  for (const Buffer& buffer : buffers) {
+    if (buffer.is_output && buffer.release_group >= 0) return true;
+  }
+  return false;
 }
 
 std::ostream& operator<<(std::ostream& os, const Buffer& buffer) {

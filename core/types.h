@@ -111,6 +111,13 @@ struct Buffer {
   // The byte offset of its pool the buffer is pinned at (as MiniMalloc's
   // fixed offsets), in [0, kMaxBufferBytes]; nullopt: the planner chooses.
   std::optional<Bytes> fixed_offset;
+  // Of an output: its release group, >= 0, where the caller releases it at
+  // the same point as the other outputs of that group (a training
+  // forward's saved activations whose last use in the backward is one
+  // kernel, so that the backward frees them together); -1: released on
+  // its own. In pool mode intermediates, strategy "partition" may put the
+  // outputs of one group in one pool (Problem::OutputsReleasedTogether).
+  int32_t release_group = -1;
 
   friend bool operator==(const Buffer& a, const Buffer& b);
 };
@@ -227,6 +234,18 @@ struct Problem {
     return buffers[index].alignment > alignment ? buffers[index].alignment
                                                 : alignment;
   }
+
+  // Whether outputs `a` and `b` are released by the caller at one point,
+  // so that one pool may hold both in pool mode intermediates: all
+  // outputs with outputs_released_together, else those of one release
+  // group (Buffer::release_group).
+  bool ReleasedTogether(const Buffer& a, const Buffer& b) const {
+    return outputs_released_together ||
+           (a.release_group >= 0 && a.release_group == b.release_group);
+  }
+  // Whether some outputs may share a pool (ReleasedTogether): with
+  // outputs_released_together, or an output of a release group.
+  bool OutputsMayShare() const;
 };
 
 // One allocation the caller makes for a device.

@@ -204,10 +204,9 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
   const Bytes alignment = problem.alignment;
   if (mode == PoolMode::kNone || mode == PoolMode::kIntermediates) {
     constexpr size_t kNoBuffer = SIZE_MAX;
-    // In mode intermediates with outputs released together, outputs may
-    // share a pool (Problem::outputs_released_together).
-    const bool shared_outputs =
-        mode == PoolMode::kIntermediates && problem.outputs_released_together;
+    // In mode intermediates, outputs released together may share a pool
+    // (Problem::ReleasedTogether).
+    const bool shared_outputs = mode == PoolMode::kIntermediates;
     struct PoolContents {
       size_t output = kNoBuffer;   // its first output, if any
       Bytes output_bytes = 0;      // its outputs' sizes, each aligned up
@@ -226,12 +225,16 @@ absl::Status CheckPoolMode(const Problem& problem, const Plan& plan) {
       }
       if (buffer.size % alignment != 0) ++pool.unaligned;
       if (!buffer.is_output) continue;
-      if (pool.output != kNoBuffer && !shared_outputs) {
+      if (pool.output != kNoBuffer &&
+          !(shared_outputs &&
+            problem.ReleasedTogether(problem.buffers[pool.output], buffer))) {
         return absl::InternalError(absl::StrCat(
             BufferLabel(problem, pool.output), " and ", BufferLabel(problem, i),
             " are both outputs in ", PoolLabel(plan, plan.assignments[i].pool),
-            " (pool mode ", mode_name,
-            " gives every output a pool of its own)"));
+            " (pool mode ", mode_name, " gives every output a pool of its own",
+            shared_outputs && problem.OutputsMayShare()
+                ? ", but to outputs released together)"
+                : ")"));
       }
       if (pool.output == kNoBuffer) pool.output = i;
       ++pool.outputs;

@@ -1,6 +1,7 @@
 #include "proto/convert.h"
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -279,6 +280,64 @@ void AddDecisions(const ReferenceDecisions& decisions, bool events,
 
 }  // namespace
 
+// Sets each output buffer group's Buffer::release_group from
+// request.release_groups (the group's index), as the proto documents:
+// every name an output (of output_names with events or nodes, else of a
+// buffer with is_output); names of outputs no buffer group holds are
+// ignored. Returns INVALID_ARGUMENT naming release_groups[i].outputs[j].
+absl::Status ApplyReleaseGroups(const v1::PlanMemoryRequest& request,
+                                Problem& problem) {
+  if (request.release_groups().empty()) return absl::OkStatus();
+  absl::flat_hash_map<std::string, int32_t> buffer_of;
+  absl::flat_hash_set<std::string> outputs(request.output_names().begin(),
+                                           request.output_names().end());
+  const bool lines = request.events_size() > 0 || request.nodes_size() > 0;
+  for (size_t b = 0; b < problem.buffers.size(); ++b) {
+    for (const std::string& name : problem.buffers[b].names) {
+      buffer_of.try_emplace(name, static_cast<int32_t>(b));
+      if (!lines && problem.buffers[b].is_output) outputs.insert(name);
+    }
+  }
+  absl::flat_hash_map<std::string, int> named_by;  // name -> its group
+  std::vector<int32_t> group_of_buffer(problem.buffers.size(), -1);
+  for (int g = 0; g < request.release_groups_size(); ++g) {
+    const v1::ReleaseGroup& group = request.release_groups(g);
+    if (group.outputs().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("release_groups[", g, "]: outputs is empty"));
+    }
+    for (int j = 0; j < group.outputs_size(); ++j) {
+      const std::string& name = group.outputs(j);
+      const std::string label = absl::StrCat("release_groups[", g, "].outputs[",
+                                             j, "] (\"", name, "\")");
+      if (!outputs.contains(name)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            label, ": not an output (",
+            lines ? "one of output_names" : "a name of a buffer with is_output",
+            ")"));
+      }
+      if (auto [it, added] = named_by.try_emplace(name, g); !added) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            label, ": named already by release_groups[", it->second, "]"));
+      }
+      auto it = buffer_of.find(name);
+      if (it == buffer_of.end()) continue;  // an output the plan does not place
+      int32_t& of = group_of_buffer[it->second];
+      if (of >= 0 && of != g) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(label, ": its buffer group (\"",
+                         problem.buffers[it->second].names.front(),
+                         "\") is in release_groups[", of, "] already"));
+      }
+      of = g;
+    }
+  }
+  for (size_t b = 0; b < problem.buffers.size(); ++b) {
+    problem.buffers[b].release_group = group_of_buffer[b];
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> StrategyName(v1::Strategy strategy) {
   switch (strategy) {
     case v1::STRATEGY_UNSPECIFIED:
@@ -470,6 +529,10 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
       return WithFieldViolations(absl::InvalidArgumentError(message),
                                  {FieldViolation{form, message}});
     }
+    if (absl::Status status = ApplyReleaseGroups(request, problem);
+        !status.ok()) {
+      return status;
+    }
     if (lines != nullptr) *lines = *std::move(pool_lines);
     if (program_out != nullptr) *program_out = *std::move(program);
     return problem;
@@ -535,6 +598,10 @@ absl::StatusOr<Problem> RequestToProblem(const v1::PlanMemoryRequest& request,
   }
   problem.whole_graph = !problem.unplanned.empty();
   if (absl::Status status = ValidateProblem(problem); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = ApplyReleaseGroups(request, problem);
+      !status.ok()) {
     return status;
   }
   return problem;
@@ -713,6 +780,20 @@ v1::PlanMemoryRequest ProblemToRequest(const Problem& problem,
   options->set_outputs_released_together(problem.outputs_released_together);
   options->set_reserve_segments(problem.reserve_segments);
   options->set_private_pool(problem.private_pool);
+  // Release groups, in order of their numbers, each by its outputs' first
+  // names (a nameless buffer cannot be named: it goes without).
+  std::map<int32_t, v1::ReleaseGroup*> groups;
+  for (const Buffer& buffer : problem.buffers) {
+    if (buffer.release_group >= 0 && !buffer.names.empty()) {
+      groups.try_emplace(buffer.release_group, nullptr);
+    }
+  }
+  for (auto& [number, group] : groups) group = request.add_release_groups();
+  for (const Buffer& buffer : problem.buffers) {
+    if (buffer.release_group >= 0 && !buffer.names.empty()) {
+      groups[buffer.release_group]->add_outputs(buffer.names.front());
+    }
+  }
   return request;
 }
 

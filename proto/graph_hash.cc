@@ -119,6 +119,7 @@ std::string GraphHashInput(const Problem& problem, absl::string_view strategy,
     encoder.String(buffer.device);
     encoder.I64(problem.AlignmentOf(i));
     encoder.I64(buffer.fixed_offset.value_or(-1));  // -1: free
+    encoder.I64(buffer.release_group);              // -1: released apart
   }
   const size_t num_events = lines == nullptr ? 0 : lines->group_of_line.size();
   encoder.U64(num_events);

@@ -6,8 +6,8 @@
 // as `xxhsum -H2` prints it. Integers are little-endian; a string is its
 // length (u64) then its bytes:
 //
-//   u32     format version: kGraphHashFormatVersion (8), or
-//           kDynamicGraphHashFormatVersion (9) for a dynamic request (below)
+//   u32     format version: kGraphHashFormatVersion (10), or
+//           kDynamicGraphHashFormatVersion (11) for a dynamic request (below)
 //   u32     planner version (kPlannerVersion)
 //   string  strategy name, resolved (e.g. "auto", never "")
 //   u8      pool mode, as the wire's PoolMode number (1 none,
@@ -32,6 +32,7 @@
 //     i64     alignment in bytes, effective (Problem::AlignmentOf: the larger
 //             of the buffer's and the problem's, never 0)
 //     i64     fixed_offset in bytes (-1: free)
+//     i64     release_group (-1: released apart; request.release_groups)
 //   u64     event count (0 for a request with buffers)
 //   per event, in request order (what the response's event indices
 //   depend on, from core/inductor/wrapper_lines.h PoolLines):
@@ -88,7 +89,8 @@
 // fields. The cached blocks' section came later without a bump, as format
 // 5's did: only requests that have them carry it, and an older server
 // never keyed a plan by them; so did the workspaces' section. Format 8
-// (dynamic: 9) added options.outputs_released_together.
+// (dynamic: 9) added options.outputs_released_together; format 10
+// (dynamic: 11) each buffer's release group.
 #ifndef MEMPLAN_PROTO_GRAPH_HASH_H_
 #define MEMPLAN_PROTO_GRAPH_HASH_H_
 
@@ -110,12 +112,13 @@ namespace memplan {
 // 1: the first encoding; 2: adds capacity, time budget and per-buffer
 // alignment and fixed_offset; 3: adds the planner version; 4: adds the
 // events' pool lines; 6: adds the whole graph's memory (above); 8: adds
-// options.outputs_released_together (7 is format 6's dynamic encoding).
-inline constexpr uint32_t kGraphHashFormatVersion = 8;
+// options.outputs_released_together (7 is format 6's dynamic encoding);
+// 10: adds the buffers' release groups (9 is format 8's dynamic one).
+inline constexpr uint32_t kGraphHashFormatVersion = 10;
 
-// The format version a dynamic request's encoding starts with: format 8
+// The format version a dynamic request's encoding starts with: format 10
 // plus the symbolic sizes (above).
-inline constexpr uint32_t kDynamicGraphHashFormatVersion = 9;
+inline constexpr uint32_t kDynamicGraphHashFormatVersion = 11;
 
 // Returns the canonical encoding above for `problem` planned by `strategy`
 // (a planner name, e.g. "auto") with search time `time_budget` (the

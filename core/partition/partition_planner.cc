@@ -116,7 +116,7 @@ struct Shape {
   // tree counts it, less this many bytes.
   Bytes target_cut = 0;
   // Whether outputs share pools of outputs where the problem allows it
-  // (Problem::outputs_released_together); false: one pool per output.
+  // (Problem::ReleasedTogether); false: one pool per output.
   bool share_outputs = true;
 };
 
@@ -164,10 +164,13 @@ struct PoolState {
   Bytes padded = 0;       // bytes: at least this (segment sharing)
   size_t hull_begin = 0;  // slots [hull_begin, hull_end)
   size_t hull_end = 0;
-  std::vector<LiveItem> live;      // by offset
-  std::vector<int32_t> members;    // problem buffer indices
-  bool fixed = false;              // an output's or a data-dependent one's
-  bool output = false;             // holds outputs (and nothing else)
+  std::vector<LiveItem> live;    // by offset
+  std::vector<int32_t> members;  // problem buffer indices
+  bool fixed = false;            // an output's or a data-dependent one's
+  bool output = false;           // holds outputs (and nothing else)
+  // What it may hold (DevicePartition::KindOf): intermediates, or the
+  // outputs of one release.
+  int32_t kind = 0;
   int32_t newer = -1, older = -1;  // its kind's list of pools, newest first
 };
 
@@ -196,8 +199,7 @@ class DevicePartition {
         tree_(InitialLoad(unplanned)),
         pool_of_(problem.buffers.size(), -1),
         shared_outputs_(problem.pool_mode == PoolMode::kIntermediates &&
-                        problem.outputs_released_together &&
-                        shape.share_outputs) {
+                        problem.OutputsMayShare() && shape.share_outputs) {
     target_ = axis_.slots() == 0 ? 0 : tree_.Max(0, axis_.slots());
     target_ -= std::min(target_, shape_.target_cut);
   }
@@ -208,12 +210,13 @@ class DevicePartition {
     std::vector<int32_t> order;
     // Outputs released together share pools of outputs, placed as the
     // intermediates (in order of allocation, each where it costs least
-    // within the target) but never with an intermediate: a pool holding an
-    // output lives until the caller releases it.
+    // within the target) but never with an intermediate nor with an output
+    // released apart (KindOf): a pool holding an output lives until the
+    // caller releases it.
     for (int32_t b : buffers_) {
       const Buffer& buffer = problem_.buffers[b];
       if (buffer.size_is_data_dependent ||
-          (buffer.is_output && !(shared_outputs_ && Charged(b)))) {
+          (buffer.is_output && !(SharesPools(b) && Charged(b)))) {
         OpenPool(b, /*fixed=*/true);
         offsets[b] = 0;
       } else if (Charged(b)) {
@@ -249,7 +252,7 @@ class DevicePartition {
       }
       const bool holds_bytes =
           buffer.size > 0 && buffer.live_range.begin < buffer.live_range.end;
-      int32_t pool = holds_bytes ? -1 : newest_[0];
+      int32_t pool = holds_bytes ? -1 : Newest(kIntermediates);
       while (pool >= 0 && pools_[pool].height < buffer.size) {
         pool = pools_[pool].older;
       }
@@ -397,6 +400,29 @@ class DevicePartition {
   }
 
  private:
+  // The kinds of pool: intermediates, every output (outputs released
+  // together), or the outputs of release group g (g >= 0).
+  static constexpr int32_t kIntermediates = -1;
+  static constexpr int32_t kAllOutputs = -2;
+  // The kind of pool buffer b may join: one pool holds buffers of one kind.
+  int32_t KindOf(int32_t b) const {
+    const Buffer& buffer = problem_.buffers[b];
+    if (!buffer.is_output) return kIntermediates;
+    if (problem_.outputs_released_together) return kAllOutputs;
+    return buffer.release_group;  // -1 (apart) never shares: SharesPools
+  }
+  // Whether output b may share a pool with other outputs (those of its
+  // kind).
+  bool SharesPools(int32_t b) const {
+    return shared_outputs_ && (problem_.outputs_released_together ||
+                               problem_.buffers[b].release_group >= 0);
+  }
+  // The newest pool of `kind`, or -1.
+  int32_t Newest(int32_t kind) const {
+    auto it = newest_.find(kind);
+    return it == newest_.end() ? -1 : it->second;
+  }
+
   // Whether buffer b allocates anything (a size and a non-empty span).
   bool Charged(int32_t b) const {
     const GraphTimeline::Span& span = timeline_.spans[b];
@@ -464,6 +490,7 @@ class DevicePartition {
     pool.members.push_back(b);
     pool.fixed = fixed;
     pool.output = problem_.buffers[b].is_output;
+    pool.kind = KindOf(b);
     pool.live.push_back(LiveItem{0, problem_.buffers[b].size,
                                  problem_.buffers[b].live_range.end});
     pool_of_[b] = static_cast<int32_t>(pools_.size());
@@ -473,7 +500,7 @@ class DevicePartition {
 
   void MakeNewest(int32_t p) {
     PoolState& pool = pools_[p];
-    int32_t& newest = newest_[pool.output ? 1 : 0];
+    int32_t& newest = newest_.try_emplace(pool.kind, -1).first->second;
     if (newest == p) return;
     if (pool.newer >= 0) pools_[pool.newer].older = pool.older;
     if (pool.older >= 0) pools_[pool.older].newer = pool.newer;
@@ -547,8 +574,7 @@ class DevicePartition {
     const int32_t from = timeline_.storage_from[b];
     if (from < 0) return -1;
     const int32_t pool = pool_of_[from];
-    return pool >= 0 && !pools_[pool].fixed &&
-                   pools_[pool].output == problem_.buffers[b].is_output
+    return pool >= 0 && !pools_[pool].fixed && pools_[pool].kind == KindOf(b)
                ? pool
                : -1;
   }
@@ -570,8 +596,8 @@ class DevicePartition {
     int tried = 0;
     const int trials =
         shape_.share && !best.has_value() ? PartitionPlanner::kTrialPools : 0;
-    for (int32_t p = newest_[buffer.is_output ? 1 : 0];
-         p >= 0 && tried < trials; p = pools_[p].older, ++tried) {
+    for (int32_t p = Newest(KindOf(b)); p >= 0 && tried < trials;
+         p = pools_[p].older, ++tried) {
       std::optional<Trial> trial = Try(b, p);
       if (trial.has_value() &&
           (!best.has_value() || trial->cost < best->cost)) {
@@ -617,12 +643,11 @@ class DevicePartition {
   Bytes peak_ = 0;
   std::vector<PoolState> pools_;
   std::vector<int32_t> pool_of_;  // per problem buffer: its pool, or -1
-  // Outputs share pools (of outputs only): Problem::outputs_released_together
-  // in mode intermediates.
+  // Outputs may share pools (of outputs only): Problem::OutputsMayShare in
+  // mode intermediates.
   const bool shared_outputs_;
-  // The pool extended last (head of its list), of intermediates [0] and of
-  // outputs [1].
-  int32_t newest_[2] = {-1, -1};
+  // Per kind (KindOf): the pool extended last, the head of its list.
+  absl::flat_hash_map<int32_t, int32_t> newest_;
 };
 
 }  // namespace
@@ -763,7 +788,7 @@ absl::StatusOr<Plan> PartitionPlanner::PlanProblem(
     // and the reserved bytes the chooser below asks for (a pool of several
     // gradients may need a segment no cached block serves).
     if (problem.pool_mode == PoolMode::kIntermediates &&
-        problem.outputs_released_together) {
+        problem.OutputsMayShare()) {
       const size_t shared = shapes.size();
       for (size_t i = 0; i < shared; ++i) {
         Shape apart = shapes[i];

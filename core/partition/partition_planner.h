@@ -140,11 +140,14 @@
 // buffer whose size depends on data gets a pool of its own (as the other
 // placement strategies). Outputs and such buffers stay where they are in
 // T's count. In mode `intermediates` with outputs released together
-// (Problem::outputs_released_together: a training backward's gradients)
-// outputs share pools of outputs, placed as the intermediates are (an
-// output in a pool opened before it is charged from the pool's creation
-// to the graph's end) and never with an intermediate; in T's count each
-// is its own, so the peak stays where one pool per output puts it. In mode
+// (Problem::ReleasedTogether: a training backward's gradients, all
+// released together; a training forward's saved activations of one
+// release group, which its backward frees at one point) outputs share
+// pools of outputs, placed as the intermediates are (an output in a pool
+// opened before it is charged from the pool's creation to the graph's
+// end) and never with an intermediate nor with an output released apart;
+// in T's count each is its own, so the peak stays where one pool per
+// output puts it. In mode
 // `none` a pool never grows past its first buffer (Inductor's pools that cannot
 // expand): a buffer joins a pool only below the pool's height. Without memory
 // outside the plan (no unplanned buffers, no extern lines) the same planner

@@ -319,6 +319,28 @@ TEST(ValidatePlanTest, OutputsReleasedTogetherMayShareAPool) {
   EXPECT_FALSE(ValidatePlan(problem, plan).ok());
 }
 
+// Outputs of one release group may share a pool; outputs of two groups,
+// or one of no group, may not.
+TEST(ValidatePlanTest, OutputsOfOneReleaseGroupMayShareAPool) {
+  Problem problem;
+  problem.buffers = {MakeBuffer("out0", 150, 0, 6, true),
+                     MakeBuffer("out1", 100, 2, 6, true)};
+  problem.buffers[0].release_group = 4;
+  problem.buffers[1].release_group = 4;
+  Plan plan;
+  plan.pools = {{"pool0", "cuda:0", 292}};
+  plan.assignments = {{0, 0}, {0, 192}};
+  EXPECT_TRUE(ValidatePlan(problem, plan).ok());
+  problem.buffers[1].release_group = 5;
+  ExpectInternal(problem, plan,
+                 "buffers[0] (\"out0\") and buffers[1] (\"out1\") are both "
+                 "outputs in pool \"pool0\" (pool mode intermediates gives "
+                 "every output a pool of its own, but to outputs released "
+                 "together)");
+  problem.buffers[1].release_group = -1;
+  EXPECT_FALSE(ValidatePlan(problem, plan).ok());
+}
+
 // Segment reservations: only where the problem allows them, one per
 // device at most, on a device of some buffer, of whole 2 MiB units.
 TEST(ValidatePlanTest, SegmentReservations) {

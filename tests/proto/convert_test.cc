@@ -993,6 +993,67 @@ TEST(RequestToProblemTest, OutputsReleasedTogetherComeThroughBothWays) {
                   .outputs_released_together());
 }
 
+// Release groups name outputs; each output buffer group takes its group's
+// index. With events: names of output_names, those no buffer group holds
+// (an extern kernel's output) ignored. With buffers: names of buffers with
+// is_output. Errors name release_groups[i].outputs[j].
+TEST(RequestToProblemTest, ReleaseGroupsNameOutputs) {
+  v1::PlanMemoryRequest buffers = BuffersRequest({{"a", 100, 1, 3, false},
+                                                  {"o1", 200, 1, 4, true},
+                                                  {"o2", 50, 2, 4, true},
+                                                  {"o3", 50, 3, 4, true}});
+  buffers.mutable_buffers(1)->add_names("o1_reused");
+  v1::ReleaseGroup* group = buffers.add_release_groups();
+  group->add_outputs("o1_reused");
+  group->add_outputs("o3");
+  buffers.add_release_groups()->add_outputs("o2");
+  absl::StatusOr<Problem> problem = RequestToProblem(buffers);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  std::vector<int32_t> groups;
+  for (const Buffer& buffer : problem->buffers) {
+    groups.push_back(buffer.release_group);
+  }
+  EXPECT_THAT(groups, ::testing::ElementsAre(-1, 0, 1, 0));
+  // Both ways: the groups by their outputs' first names.
+  const v1::PlanMemoryRequest back = ProblemToRequest(*problem);
+  ASSERT_EQ(back.release_groups_size(), 2);
+  EXPECT_THAT(back.release_groups(0).outputs(),
+              ::testing::ElementsAre("o1", "o3"));
+  EXPECT_EQ(RequestToProblem(back)->buffers, problem->buffers);
+
+  v1::PlanMemoryRequest events = EventsRequestFor(buffers);
+  *events.mutable_release_groups() = buffers.release_groups();
+  events.add_output_names("ext");  // an output the plan does not place
+  events.mutable_release_groups(1)->add_outputs("ext");
+  problem = RequestToProblem(events);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  groups.clear();
+  for (const Buffer& buffer : problem->buffers) {
+    groups.push_back(buffer.release_group);
+  }
+  EXPECT_THAT(groups, ::testing::ElementsAre(-1, 0, 1, 0));
+
+  v1::PlanMemoryRequest bad = buffers;
+  bad.mutable_release_groups(1)->set_outputs(0, "a");
+  ExpectInvalid(bad, {"release_groups[1].outputs[0] (\"a\"): not an output "
+                      "(a name of a buffer with is_output)"});
+  bad = events;
+  bad.mutable_release_groups(1)->set_outputs(0, "nowhere");
+  ExpectInvalid(bad, {"release_groups[1].outputs[0] (\"nowhere\"): not an "
+                      "output (one of output_names)"});
+  bad = buffers;
+  bad.mutable_release_groups(1)->add_outputs("o3");
+  ExpectInvalid(bad, {"release_groups[1].outputs[1] (\"o3\"): named already "
+                      "by release_groups[0]"});
+  bad = buffers;
+  bad.mutable_release_groups(1)->add_outputs("o1");
+  ExpectInvalid(bad, {"release_groups[1].outputs[1] (\"o1\"): its buffer "
+                      "group (\"o1\") is in release_groups[0] already"});
+  bad = buffers;
+  bad.add_release_groups();
+  ExpectInvalid(bad, {"release_groups[2]: outputs is empty"});
+}
+
 TEST(RequestToProblemTest, LinesOutsideThePlanNameTheEventAndField) {
   v1::PlanMemoryRequest request = WholeGraphEvents();
   request.mutable_events(0)->clear_size_bytes();

@@ -79,16 +79,16 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.alignment = 64;
   problem.capacity = 4096;
   const std::string expected =
-      Le(8, 4) /* format version */ + Le(20, 4) /* planner version */ +
+      Le(10, 4) /* format version */ + Le(21, 4) /* planner version */ +
       Le(7, 8) + "optimal" + Le(3, 1) /* outputs */ + Le(64, 8) +
       Le(4096, 8) /* capacity */ + Le(2500000000, 8) /* 2.5 s in ns */ +
       Le(512, 8) /* block */ + Le(0, 1) /* outputs released one by one */ +
       Le(1, 8) /* one buffer */ + Le(100, 8) + Le(2, 8) + Le(5, 8) + Le(1, 1) +
       Le(0, 1) + Le(3, 8) + "cpu" + Le(64, 8) /* effective alignment */ +
-      Le(512, 8) /* pinned */ + Le(0, 8) /* no events */ +
-      Le(0, 8) /* no unplanned buffers */;
-  EXPECT_EQ(kGraphHashFormatVersion, 8u);
-  EXPECT_EQ(kPlannerVersion, 20u);
+      Le(512, 8) /* pinned */ + Le(~uint64_t{0}, 8) /* released apart */ +
+      Le(0, 8) /* no events */ + Le(0, 8) /* no unplanned buffers */;
+  EXPECT_EQ(kGraphHashFormatVersion, 10u);
+  EXPECT_EQ(kPlannerVersion, 21u);
   EXPECT_EQ(GraphHashInput(problem, "optimal", absl::Milliseconds(2500)),
             expected);
   // A free buffer encodes fixed_offset -1; its own alignment, when larger,
@@ -97,8 +97,14 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
   problem.buffers[0].alignment = 1024;
   const std::string free_input =
       GraphHashInput(problem, "optimal", absl::Milliseconds(2500));
-  EXPECT_EQ(free_input.substr(free_input.size() - 32, 16),
-            Le(1024, 8) + Le(~uint64_t{0}, 8));
+  EXPECT_EQ(free_input.substr(free_input.size() - 40, 24),
+            Le(1024, 8) + Le(~uint64_t{0}, 8) + Le(~uint64_t{0}, 8));
+  // An output of a release group encodes the group's number.
+  problem.buffers[0].release_group = 3;
+  const std::string grouped_input =
+      GraphHashInput(problem, "optimal", absl::Milliseconds(2500));
+  EXPECT_EQ(grouped_input.substr(grouped_input.size() - 24, 8), Le(3, 8));
+  problem.buffers[0].release_group = -1;
   // Events: per event its group, whether it allocates, its timestep.
   PoolLines lines;
   lines.group_of_line = {0, -1};
@@ -121,26 +127,26 @@ TEST(GraphHashTest, EncodingIsAsDocumented) {
 }
 
 // A dynamic request (a data-dependent size, or a symbolic size naming a
-// symbol) starts with format version 9 and ends with every buffer's
-// symbolic size; the rest is format 8's encoding.
+// symbol) starts with format version 11 and ends with every buffer's
+// symbolic size; the rest is format 10's encoding.
 TEST(GraphHashTest, DynamicRequestsAppendTheirSymbolicSizes) {
   Problem problem;
   problem.buffers = {MakeBuffer("x", 128, 0, 2), MakeBuffer("y", 64, 1, 3)};
   problem.buffers[1].symbolic_size = "64";  // static: a plain number
   const std::string static_input = GraphHashInput(problem, "inductor", kBudget);
-  EXPECT_EQ(static_input.substr(0, 4), Le(8, 4));
+  EXPECT_EQ(static_input.substr(0, 4), Le(10, 4));
 
   problem.buffers[0].symbolic_size = "2*s0";
   const std::string dynamic_input =
       GraphHashInput(problem, "inductor", kBudget);
-  EXPECT_EQ(dynamic_input, Le(9, 4) + static_input.substr(4) + Le(4, 8) +
+  EXPECT_EQ(dynamic_input, Le(11, 4) + static_input.substr(4) + Le(4, 8) +
                                "2*s0" + Le(2, 8) + "64");
 
   problem.buffers[0].symbolic_size.clear();
   problem.buffers[0].size_is_data_dependent = true;
   const std::string data_dependent_input =
       GraphHashInput(problem, "inductor", kBudget);
-  EXPECT_EQ(data_dependent_input.substr(0, 4), Le(9, 4));
+  EXPECT_EQ(data_dependent_input.substr(0, 4), Le(11, 4));
   EXPECT_EQ(data_dependent_input.substr(data_dependent_input.size() - 18),
             Le(0, 8) + Le(2, 8) + "64");
 }
@@ -152,28 +158,29 @@ TEST(GraphHashTest, IsThirtyTwoLowercaseHexCharacters) {
 
 // Golden values: a change here changes every cache key; bump
 // kGraphHashFormatVersion if it is intended (they change with
-// kPlannerVersion too: these are format 8's and version 20's). Version 5's
+// kPlannerVersion too: these are format 10's and version 21's). Version 5's
 // were cross-checked with a separate C program hashing GraphHashInput's
 // bytes with libxxhash's XXH3_128bits and printing high64 then low64;
-// versions 6 to 20 change only the planner-version field of those bytes
-// and format 8 one byte after the block (EncodingIsAsDocumented), and
+// versions 6 to 21 change only the planner-version field of those bytes,
+// format 8 one byte after the block and format 10 eight bytes per buffer
+// (EncodingIsAsDocumented), and
 // these are what the service computes. The last
 // two have a data-dependent size, so they are dynamic requests (format 5,
 // since the other strategies than inductor give such buffers pools of
 // their own); the first is format 4's, unchanged.
 TEST(GraphHashTest, GoldenValues) {
   EXPECT_EQ(GraphHash(SmallProblem(), "inductor", kBudget),
-            "9535a98e23f87eda1151f4a88bec4ab4");
+            "74d83c3111d7fa517339d411e309e661");
   EXPECT_EQ(GraphHash(TwoDeviceProblem(), "auto", kBudget),
-            "f6d919ad8568077d6c8a57b8ab513ad2");
+            "da83a4a20a804e40bafbff59e3beed9c");
   EXPECT_EQ(GraphHash(PinnedProblem(), "optimal", absl::Seconds(2)),
-            "6ff3a094c5a02e787b11e6c09a646cfa");
+            "ec343866bafd091b5088d282027146b7");
 }
 
 // The digest is the number the hex spells, high half first.
 TEST(GraphHashTest, DigestIsTheNumberTheHexSpells) {
   EXPECT_EQ(GraphHashDigest(SmallProblem(), "inductor", kBudget),
-            absl::MakeUint128(0x9535a98e23f87eda, 0x1151f4a88bec4ab4));
+            absl::MakeUint128(0x74d83c3111d7fa51, 0x7339d411e309e661));
   EXPECT_EQ(GraphHashHex(absl::MakeUint128(0x0123456789abcdef, 0xf)),
             "0123456789abcdef000000000000000f");
 }
@@ -215,6 +222,7 @@ TEST(GraphHashTest, EveryPlanRelevantFieldChangesTheHash) {
           {"capacity", [](Problem& p) { p.capacity = 1024; }},
           {"outputs_released_together",
            [](Problem& p) { p.outputs_released_together = true; }},
+          {"release_group", [](Problem& p) { p.buffers[1].release_group = 0; }},
           {"reserve_segments", [](Problem& p) { p.reserve_segments = true; }},
           {"private_pool", [](Problem& p) { p.private_pool = true; }},
           {"buffer alignment",

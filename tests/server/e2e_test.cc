@@ -288,7 +288,7 @@ TEST_F(EndToEndTest, GraphHashIsTheSameInEveryProcessAndCached) {
   const std::string hash = RequestGraphHash(*request).value();
   // Changes only with kGraphHashFormatVersion or kPlannerVersion (or the
   // corpus file).
-  EXPECT_EQ(hash, "cf30fecd83fec7ea0aa898be4af1cf77");
+  EXPECT_EQ(hash, "a904b6e9f365fc5a16fcea02dcdc0d70");
   for (const v1::CacheStatus cache :
        {v1::CACHE_STATUS_MISS, v1::CACHE_STATUS_LOCAL}) {
     const RunResult run = Memplan({"plan", "--strategy=inductor", file});

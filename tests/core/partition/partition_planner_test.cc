@@ -324,6 +324,40 @@ TEST(PartitionPlannerTest, OutputsReleasedTogetherShareWhereThatKeepsThePeak) {
   EXPECT_EQ(PlanAndValidate(PartitionPlanner(), problem).pools.size(), 4u);
 }
 
+// The same graph with release groups instead: g0 and g1 in group 0, g2 in
+// group 1. g1 joins g0's pool as above; g2 keeps a pool of its own, even
+// without f, where outputs released together would share one pool of
+// three; an output of no group (-1) never shares.
+TEST(PartitionPlannerTest, OutputsOfOneReleaseGroupShareOnlyWithEachOther) {
+  Problem problem = WholeGraph(
+      {MakeBuffer("a", 64, 0, 2), MakeBuffer("g0", 128, 2, 6, true),
+       MakeBuffer("g1", 128, 3, 6, true), MakeBuffer("g2", 128, 4, 6, true)},
+      {{"e", 1000, "cuda:0", {0, 2}, false}});
+  problem.buffers[1].release_group = 0;
+  problem.buffers[2].release_group = 0;
+  problem.buffers[3].release_group = 1;
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(plan.pools.size(), 3u);
+  const int32_t shared = plan.assignments[1].pool;
+  EXPECT_EQ(plan.assignments[2].pool, shared);
+  EXPECT_EQ(plan.assignments[2].offset, 128);
+  EXPECT_NE(plan.assignments[3].pool, shared);
+  EXPECT_NE(plan.assignments[0].pool, shared);
+  EXPECT_EQ(plan.pools[shared].size, 256);
+  EXPECT_EQ(PeaksOf(problem, plan).predicted, 1064);
+  // g2 in group 0 too: one pool of outputs; then g1 apart (-1): its own.
+  problem.buffers[3].release_group = 0;
+  EXPECT_EQ(PlanAndValidate(PartitionPlanner(), problem).pools.size(), 2u);
+  problem.buffers[2].release_group = -1;
+  const Plan apart = PlanAndValidate(PartitionPlanner(), problem);
+  ASSERT_EQ(apart.pools.size(), 3u);
+  EXPECT_EQ(apart.assignments[1].pool, apart.assignments[3].pool);
+  EXPECT_NE(apart.assignments[2].pool, apart.assignments[1].pool);
+  // Other pool modes and strategies: a pool per output.
+  problem.pool_mode = PoolMode::kNone;
+  EXPECT_EQ(PlanAndValidate(PartitionPlanner(), problem).pools.size(), 4u);
+}
+
 // a and b overlap; c follows a; d, the largest, comes with an extern
 // output e of 1000 bytes, so the peak of one pool per buffer is 1256, at
 // [6, 8). In intermediates, one pool: b on top of a, then c and d at 0.
@@ -395,8 +429,16 @@ TEST(PartitionPlannerTest, TheSameProblemGivesTheSamePlan) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     Problem problem = RandomProblem(seed, options);
     // Every other seed with outputs released together (shared pools of
-    // outputs, validated as such).
+    // outputs, validated as such), every third with release groups of
+    // outputs (group by buffer index mod 3).
     problem.outputs_released_together = seed % 2 == 0;
+    if (seed % 3 == 0) {
+      for (size_t i = 0; i < problem.buffers.size(); ++i) {
+        if (problem.buffers[i].is_output) {
+          problem.buffers[i].release_group = static_cast<int32_t>(i % 3);
+        }
+      }
+    }
     const Plan first = PlanAndValidate(PartitionPlanner(), problem);
     const Plan second = PlanAndValidate(PartitionPlanner(), problem);
     EXPECT_EQ(first, second) << "seed " << seed;
