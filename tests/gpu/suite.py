@@ -131,7 +131,13 @@ COLD = ("memplan_partition_cold",)
 # Configurations whose training backward graphs pool gradients together
 # (install's pool_gradients=True, its default); every other memplan
 # configuration passes False.
-GRADIENTS_POOLED = ("memplan_partition_grads", "memplan_partition_private")
+GRADIENTS_POOLED = ("memplan_partition_grads", "memplan_partition_private",
+                    "memplan_partition_grads_apart")
+# Configurations whose training forwards name no release groups (install's
+# group_saved_activations=False: each saved activation a pool of its own,
+# as the hook shipped before them); every other memplan configuration
+# names them (its default).
+SAVED_APART = ("memplan_partition_grads_apart",)
 # Configurations whose inference graphs go without segment reservations
 # (install's reserve_segments=False); every other memplan configuration
 # has them (its default).
@@ -141,7 +147,8 @@ UNRESERVED = ("memplan_partition_unreserved",)
 # hook ships those it picks ("auto", its default); every other memplan
 # configuration allocates from the default pool (False).
 PRIVATE_POOL = {"memplan_partition_private": True,
-                "memplan_partition_grads": "auto"}
+                "memplan_partition_grads": "auto",
+                "memplan_partition_grads_apart": "auto"}
 CONFIGS = {
     "default": (None, None),
     "inductor_pools": (None, "intermediates"),
@@ -155,6 +162,7 @@ CONFIGS = {
     "memplan_partition_grads": ("auto", "intermediates"),
     "memplan_partition_unreserved": ("auto", "intermediates"),
     "memplan_partition_private": ("auto", "intermediates"),
+    "memplan_partition_grads_apart": ("auto", "intermediates"),
 }
 # Configurations whose pool offsets are multiples of more than the
 # service's default 64 bytes (install's alignment): 512, the caching
@@ -1543,7 +1551,8 @@ def apply_config(torch, hook, target, config, training, shadow=False):
                      alignment=ALIGNMENT.get(config, 0),
                      pool_gradients=config in GRADIENTS_POOLED,
                      reserve_segments=config not in UNRESERVED,
-                     private_pool=PRIVATE_POOL.get(config, False))
+                     private_pool=PRIVATE_POOL.get(config, False),
+                     group_saved_activations=config not in SAVED_APART)
         hook.reset_stats()
 
 

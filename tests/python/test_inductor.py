@@ -20,6 +20,7 @@ import grpc
 import sympy
 
 import memplan.inductor as hook
+import memplan.release_groups as release_groups
 import memplan.workspaces as workspaces
 from memplan import MemplanClient, pb
 from memplan.client import strategy
@@ -1219,6 +1220,108 @@ class PoolViewTest(unittest.TestCase):
             "del buf0"])
 
 
+class UsedNode:
+    """An FX node as memplan.release_groups reads it: op, name, users, and
+    meta["val"] (here only its storage: `storage`, shared by views)."""
+
+    def __init__(self, op, name, inputs=(), storage=None):
+        self.op, self.name, self.users = op, name, {}
+        self.args = (tuple(inputs),) if op == "output" else tuple(inputs)
+        self.storage = storage
+        self.meta = {}
+        for node in inputs:
+            node.users[self] = None
+
+
+def fx_module(nodes):
+    return types.SimpleNamespace(graph=types.SimpleNamespace(nodes=nodes),
+                                 meta={})
+
+
+def backward_module():
+    """A backward graph: relu and mean read last by one node (node 6),
+    conv read last through a view of it (node 7), kept returned, unused
+    never read, tangents_1 not saved."""
+    relu = UsedNode("placeholder", "relu", storage="relu")
+    mean = UsedNode("placeholder", "mean", storage="mean")
+    conv = UsedNode("placeholder", "conv", storage="conv")
+    kept = UsedNode("placeholder", "kept", storage="kept")
+    unused = UsedNode("placeholder", "unused", storage="unused")
+    tangents = UsedNode("placeholder", "tangents_1", storage="t")
+    first = UsedNode("call_function", "mul", [relu, tangents], storage="m")
+    view = UsedNode("call_function", "view", [conv], storage="conv")
+    last = UsedNode("call_function", "bn_backward", [first, relu, mean],
+                  storage="g")
+    through_view = UsedNode("call_function", "conv_backward", [last, view],
+                          storage="h")
+    output = UsedNode("output", "output", [through_view, kept])
+    return fx_module([relu, mean, conv, kept, unused, tangents, first, view,
+                      last, through_view, output])
+
+
+class ReleaseGroupsTest(unittest.TestCase):
+    """memplan.release_groups: the saved activations a backward frees
+    together, read from its FX graph."""
+
+    def test_last_uses_through_views_none_where_kept_or_unread(self):
+        self.assertEqual(
+            release_groups.saved_last_uses(
+                backward_module(), storage_of=lambda node: node.storage),
+            {"relu": 8, "mean": 8, "conv": 9, "kept": None, "unused": None})
+
+    def test_buffers_of_one_last_use_make_a_group(self):
+        last_uses = {"relu": 8, "mean": 8, "getitem": 8, "conv": 9,
+                     "conv_view": 9, "alone": 5, "kept": None}
+        output_args = [("loss", False), ("relu", False), ("mean", False),
+                       ("getitem", False), ("conv", False),
+                       ("conv_view", False), ("alone", False),
+                       ("kept", False), ("primals_1", True)]
+        # getitem is a view of buf3 (conv's), whose key is then conv's 9;
+        # conv_view is a second output of buf5.
+        buffers = ["buf0", "buf1", "buf2", "buf3", "buf4", "buf5", "buf6",
+                   "buf7", "primals_1"]
+        outputs = set(buffers) - {"buf5"}  # buf5: not an output name
+        self.assertEqual(
+            release_groups.release_groups(output_args, buffers, last_uses,
+                                          outputs),
+            [["buf1", "buf2", "buf3"]])
+        buffers[3] = "buf4"  # getitem a view of conv's buffer: 9
+        self.assertEqual(
+            release_groups.release_groups(output_args, buffers, last_uses,
+                                          outputs),
+            [["buf1", "buf2"]])
+        buffers[8] = "buf1"  # an input aliasing a saved buffer: apart
+        self.assertEqual(
+            release_groups.release_groups(output_args, buffers, last_uses,
+                                          outputs), [])
+        self.assertEqual(release_groups.release_groups(
+            output_args[:-1], buffers, last_uses, outputs), [])
+
+    def test_a_partition_notes_its_forward_for_the_forwards_compile(self):
+        relu = UsedNode("call_function", "relu")
+        forward = fx_module([relu, UsedNode("output", "output", [relu])])
+        backward = backward_module()
+
+        def partition(*args, **kwargs):
+            return forward, backward
+        with mock.patch.object(release_groups, "_fake_storage",
+                               lambda node: getattr(node, "storage", None)):
+            wrapped = release_groups.wrap_partition(partition)
+            self.assertEqual(wrapped("joint", [1]), (forward, backward))
+        self.assertEqual(wrapped.__wrapped__, partition)
+        expected = {"relu": 8, "mean": 8, "conv": 9, "kept": None,
+                    "unused": None}
+        self.assertEqual(release_groups.last_uses_of(forward), expected)
+        # A copy of the forward (no meta of its own) with the same output
+        # names: this thread's last partition; other names: none.
+        copy = fx_module(forward.graph.nodes)
+        del copy.meta
+        self.assertEqual(release_groups.last_uses_of(copy), expected)
+        other = UsedNode("call_function", "other")
+        self.assertEqual(release_groups.last_uses_of(
+            fx_module([other, UsedNode("output", "output", [other])])), {})
+
+
 class ServiceTest(unittest.TestCase):
 
     @classmethod
@@ -1458,6 +1561,54 @@ class ServiceTest(unittest.TestCase):
                 self.assertEqual(
                     record["request"].options.outputs_released_together,
                     together)
+                hook.uninstall()
+
+    def test_a_training_forward_names_its_saved_activations_release_groups(
+            self):
+        # Outputs A and B are read last by one backward node (8), C by
+        # another: one release group, [A, B]; none with
+        # group_saved_activations=False, none for an inference graph.
+        node = {name: Node(name) for name in ("bufA", "bufB", "bufC")}
+        lines = [AllocateLine(node["bufA"]), KernelCallLine(),
+                 AllocateLine(node["bufB"]), KernelCallLine(),
+                 AllocateLine(node["bufC"]), KernelCallLine(),
+                 "return (bufA, bufB, bufC)"]
+        for phase, grouped, expected in (
+                ("forward", True, [["bufA", "bufB"]]),
+                ("forward", False, []), ("inference", True, [])):
+            with self.subTest(phase=phase, grouped=grouped):
+                groups = [BufferGroup(node["bufA"], 256, LiveRange(1, 4),
+                                      is_output=True),
+                          BufferGroup(node["bufB"], 128, LiveRange(2, 4),
+                                      is_output=True),
+                          BufferGroup(node["bufC"], 64, LiveRange(3, 4),
+                                      is_output=True)]
+                mp = fake_memory_planning(groups, removed=(),
+                                          outputs=("bufA", "bufB", "bufC"))
+                graph = mp.V.graph
+                graph.is_backward = False
+                graph.is_inference = phase == "inference"
+                graph.graph_id = 5150
+                fx_outputs = [UsedNode("call_function", name)
+                              for name in ("relu", "mean", "conv")]
+                graph.module = fx_module(
+                    [*fx_outputs, UsedNode("output", "output", fx_outputs)])
+                graph.module.meta[release_groups.META_KEY] = {
+                    "relu": 8, "mean": 8, "conv": 9}
+                graph.graph_outputs = [
+                    types.SimpleNamespace(get_name=lambda n=n: n)
+                    for n in ("bufA", "bufB", "bufC")]
+                hook._install_on(mp, self.client, "auto", None, "events",
+                                 training=True,
+                                 group_saved_activations=grouped)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")  # no fallback warning
+                    mp.MemoryPlanner().plan(lines)
+                record = hook.stats()["graphs"][-1]
+                self.assertEqual(record["source"], "service")
+                self.assertEqual(
+                    [list(g.outputs)
+                     for g in record["request"].release_groups], expected)
                 hook.uninstall()
 
     def test_inference_graphs_ask_for_segment_reservations(self):

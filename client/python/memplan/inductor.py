@@ -73,6 +73,7 @@ import warnings
 from memplan.client import MemplanClient, pb
 from memplan.client import pool_mode as pool_mode_value
 from memplan.client import strategy as strategy_value
+from memplan import release_groups
 
 __all__ = [
     "install", "uninstall", "stats", "reset_stats", "MemplanFallbackWarning",
@@ -367,15 +368,15 @@ def saved_input_copies(output_args, output_buffers, input_names):
 def _forward_output_buffers(graph):
     """A graph being compiled (V.graph): its FX outputs as (name, is a
     placeholder) and, in the same order, the buffers Inductor returns for
-    them (None where unknown)."""
-    from torch import fx
+    them (None where unknown). FX nodes are told from constants by their
+    .op (no torch import: tests hand in fakes)."""
     output = next(node for node in graph.module.graph.nodes
                   if node.op == "output")
     args = output.args[0] if isinstance(output.args[0], (list, tuple)) \
         else (output.args[0],)
     output_args = [(arg.name, arg.op == "placeholder")
-                   if isinstance(arg, fx.Node) else ("", False)
-                   for arg in args]
+                   if hasattr(arg, "op") and hasattr(arg, "name")
+                   else ("", False) for arg in args]
 
     def buffer_name(node):
         try:
@@ -814,7 +815,7 @@ class _Installed:
     def __init__(self, mp, client, owns_client, strategy, pool_mode, send,
                  training, entry_cache, alignment=0, probe_workspaces=False,
                  pool_gradients=False, shadow=False, reserve_segments=False,
-                 private_pool=False):
+                 private_pool=False, group_saved_activations=False):
         self.mp = mp
         self.client = client
         self.owns_client = owns_client  # closed by uninstall()
@@ -827,6 +828,9 @@ class _Installed:
         self.probe_workspaces = probe_workspaces
         # PlanOptions.outputs_released_together for backward graphs.
         self.pool_gradients = pool_gradients
+        # PlanMemoryRequest.release_groups for training forward graphs: the
+        # saved activations their backward frees together (release_groups).
+        self.group_saved_activations = group_saved_activations
         # PlanOptions.reserve_segments for inference graphs, whose
         # segment_reservations the generated code then runs at the entry.
         self.reserve_segments = reserve_segments
@@ -1192,6 +1196,52 @@ def _install_training(state):
         _install_autotune_outside_pool(state)
 
 
+def _install_release_groups(state):
+    """With group_saved_activations: has each partition of a training
+    step's joint graph note its saved activations' last uses in the
+    backward (memplan.release_groups), wrapping the partition as Inductor's
+    compile_fx calls it (torch._inductor.compile_fx.
+    min_cut_rematerialization_partition; a custom_partitioner_fn of the
+    caller's is left alone, and its forwards go without release groups)."""
+    if not state.group_saved_activations:
+        return
+    try:
+        from torch._inductor import compile_fx
+    except ImportError:
+        return
+    original = getattr(compile_fx, "min_cut_rematerialization_partition",
+                       None)
+    if original is None:
+        return
+    _patch(state, compile_fx, "min_cut_rematerialization_partition",
+           release_groups.wrap_partition(original))
+
+
+def _saved_release_groups(graph, request):
+    """The release groups of a training forward graph being compiled
+    (V.graph), as pb.ReleaseGroup messages naming outputs of `request`
+    (memplan.release_groups.release_groups); none where its partition
+    noted nothing, or on any error (a warning: the plan is then made as
+    without them)."""
+    try:
+        last_uses = release_groups.last_uses_of(graph.module)
+        if not last_uses:
+            return []
+        if request.events:
+            outputs = set(request.output_names)
+        else:
+            outputs = {name for buffer in request.buffers
+                       if buffer.is_output for name in buffer.names}
+        output_args, output_buffers = _forward_output_buffers(graph)
+        return [pb.ReleaseGroup(outputs=names)
+                for names in release_groups.release_groups(
+                    output_args, output_buffers, last_uses, outputs)]
+    except Exception as error:  # never a reason to fail the graph
+        log.warning("memplan: cannot read the forward's saved activations: "
+                    "%s", error)
+        return []
+
+
 def _install_autotune_outside_pool(state):
     """Has Inductor's runtime autotuning (CachingAutotuner.
     benchmark_all_configs: a Triton kernel with several configs timed at its
@@ -1309,7 +1359,8 @@ def _install_cache_key(state):
                f"{state.training}:{state.entry_cache}:{state.alignment}:" \
                f"{state.probe_workspaces}:{state.pool_gradients}:" \
                f"{state.shadow}:{state.reserve_segments}:" \
-               f"{state.private_pool}:{_CODEGEN_VERSION}"
+               f"{state.private_pool}:{state.group_saved_activations}:" \
+               f"{_CODEGEN_VERSION}"
 
     class MemplanCacheKey(CustomGraphPass):
         def __call__(self, graph):
@@ -1342,8 +1393,9 @@ def _install_cache_key(state):
 # backward's ForwardGraph.plan carries the forward's segment reservations;
 # 15: a private-pool forward's reservation sized at run time, from its
 # backward's plan (reservation_bytes), and backward graphs compiled right
-# after their forward.
-_CODEGEN_VERSION = 15
+# after their forward; 16: a training forward's request names the saved
+# activations its backward frees together (PlanMemoryRequest.release_groups).
+_CODEGEN_VERSION = 16
 
 
 def private_pool_value(private_pool):
@@ -1360,7 +1412,8 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             timeout=10.0, retries=2, backoff=0.05, send="events",
             client=None, training=False, entry_cache=True, alignment=0,
             probe_workspaces=True, pool_gradients=True, shadow=False,
-            reserve_segments=True, private_pool="auto"):
+            reserve_segments=True, private_pool="auto",
+            group_saved_activations=True):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -1413,6 +1466,20 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       gradients are released, so turn it off where gradients are released
       one by one (a gradient hook that drops some, or a .grad whose layout
       differs from its parameter's, which autograd copies).
+    group_saved_activations: with training, send each training forward
+      graph's request with PlanMemoryRequest.release_groups: the saved
+      activations its backward frees together (those whose last reader in
+      the backward's FX graph, which AOTAutograd partitions before the
+      forward compiles, is one node: memplan.release_groups), so that
+      strategy "auto" (its partition) may put each group in one pool where
+      that keeps the forward's predicted peak. The backward frees a group
+      after one kernel, with nothing allocated between its frees, so
+      sharing costs nothing there; the forward allocates the pool at its
+      first member. On by default (docs/gpu.md, "Saved activations in
+      shared pools"). Inductor's partition is wrapped to read the backward
+      (torch._inductor.compile_fx.min_cut_rematerialization_partition); a
+      caller's own config.custom_partitioner_fn is left alone, and its
+      forwards go without.
     shadow: plan nothing, predict everything: every graph (inference and
       training, whether or not torch._inductor.config.memory_planning is
       on) is sent to the service as it would be with these settings, and
@@ -1511,21 +1578,25 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
                         training, bool(entry_cache), alignment,
                         bool(probe_workspaces), bool(pool_gradients),
                         bool(shadow), bool(reserve_segments),
-                        private_pool_value(private_pool))
+                        private_pool_value(private_pool),
+                        bool(group_saved_activations))
     if shadow:
         _install_shadow(state)
+        _install_release_groups(state)
         _install_cache_key(state)  # a cached graph would go unseen
         return
     _install_codegen(state)
     if training:
         _install_training(state)
+        _install_release_groups(state)
     _install_cache_key(state)
 
 
 def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
                 training=False, entry_cache=True, alignment=0,
                 probe_workspaces=False, pool_gradients=True, shadow=False,
-                reserve_segments=False, private_pool=False):
+                reserve_segments=False, private_pool=False,
+                group_saved_activations=False):
     """install() on the memory_planning module `mp` (tests hand in a fake):
     the planner's plan and allocate_groups (with shadow, neither: see
     shadow_plan); returns the state."""
@@ -1535,7 +1606,8 @@ def _install_on(mp, client, strategy, pool_mode, send, owns_client=False,
     state = _Installed(mp, client, owns_client, strategy, pool_mode, send,
                        training or shadow, entry_cache, alignment,
                        probe_workspaces, pool_gradients, shadow,
-                       reserve_segments, private_pool)
+                       reserve_segments, private_pool,
+                       group_saved_activations)
     if shadow:
         _state = state
         return state
@@ -1725,6 +1797,9 @@ def _allocate_from_service(state, planner, apply=True):
             state.entry_cache and phase == "forward" and not private):
         request.cached_blocks.extend(_entry_cache(
             {str(allocation.device) for allocation in allocations}))
+    if state.group_saved_activations and phase == "forward":
+        request.release_groups.extend(_saved_release_groups(mp.V.graph,
+                                                            request))
     if request.events and memory is not None:
         forward = forward_graph(memory.forward, getattr(
             mp.V.graph, "graph_input_names", []))
