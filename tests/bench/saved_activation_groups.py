@@ -25,13 +25,20 @@ training model (its forward graphs summed) it prints:
     keeps its own.
 
 That is an upper bound on what the grouping can save at no cost in the
-backward, with the backward's frees known exactly, which a forward's
-planner does not have (AOTAutograd compiles the backward after the
-forward's code is generated). It ignores the forward's side, where a
-shared pool is allocated at its first buffer's allocation: that cost can
-only lower the saving. Only the standard library is needed:
+backward, with the backward's frees known exactly (the hook reads them
+from the backward's FX graph: memplan.release_groups). It ignores the
+forward's side, where a shared pool is allocated at its first buffer's
+allocation: that cost can only lower the saving. Only the standard
+library is needed:
 
   python3 tests/bench/saved_activation_groups.py CAPTURE.jsonl.gz
+
+With --replan TARGET (a memplan-server's HOST:PORT; the memplan Python
+package on PYTHONPATH, e.g. build/client/python), each forward is planned
+again by the service as captured and with those groups as its
+PlanMemoryRequest.release_groups, and its backward from each forward
+plan: per model, the forward's pools and predicted peak, and the
+backward's, without and with the groups.
 """
 
 import argparse
@@ -103,10 +110,77 @@ def output_pools(backward):
     return len(set(pool_of.values())), len(members), len(clusters) + alone
 
 
+def free_run_groups(backward):
+    """The forward's output names of each free run of the backward (two or
+    more each), in the backward's order: the oracle release groups."""
+    forward = backward["forward"]
+    sources = {s["input"]: s["forward_output"]
+               for s in forward.get("input_sources", [])}
+    outputs = set(forward["request"].get("output_names", []))
+    runs = collections.defaultdict(list)
+    for name, run in free_clusters(backward, sources).items():
+        if name in outputs:
+            runs[run].append(name)
+    return [runs[run] for run in sorted(runs) if len(runs[run]) > 1]
+
+
+def replan(capture, target):
+    """Prints the --replan table (see the module's doc)."""
+    from google.protobuf import json_format
+    from memplan import MemplanClient, pb
+    client = MemplanClient(target, timeout=120.0)
+    print("| model | forward pools: captured / with groups | forward "
+          "predicted peak MiB | backward pools | backward predicted peak "
+          "MiB |")
+    print("| --- | --- | --- | --- | --- |")
+    with gzip.open(capture, "rt") as lines:
+        for line in lines:
+            graph = json.loads(line)
+            request = graph.get("request") or {}
+            if graph.get("phase") != "backward" or \
+                    "plan" not in request.get("forward", {}):
+                continue
+            backward = json_format.ParseDict(request, pb.PlanMemoryRequest())
+            forwards = [pb.PlanMemoryRequest(), pb.PlanMemoryRequest()]
+            for forward in forwards:
+                forward.CopyFrom(backward.forward.request)
+            for names in free_run_groups(request):
+                forwards[1].release_groups.add(outputs=names)
+            row = []
+            for forward in forwards:
+                plan = client.plan(forward)
+                step = pb.PlanMemoryRequest()
+                step.CopyFrom(backward)
+                step.forward.request.CopyFrom(forward)
+                step.forward.plan.Clear()
+                step.forward.plan.pools.extend(plan.pools)
+                step.forward.plan.assignments.extend(plan.assignments)
+                step.forward.plan.segment_reservations.extend(
+                    plan.segment_reservations)
+                row.append((plan, client.plan(step)))
+            (f0, b0), (f1, b1) = row
+
+            def mib(value):
+                return f"{value / 2**20:.1f}"
+            print(f"| {graph['model']} | {len(f0.pools)} / {len(f1.pools)} | "
+                  f"{mib(f0.stats.predicted_peak_bytes)} / "
+                  f"{mib(f1.stats.predicted_peak_bytes)} | "
+                  f"{len(b0.pools)} / {len(b1.pools)} | "
+                  f"{mib(b0.stats.predicted_peak_bytes)} / "
+                  f"{mib(b1.stats.predicted_peak_bytes)} |")
+    client.close()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("capture", help="a suite's captured.jsonl.gz")
+    parser.add_argument("--replan", metavar="TARGET",
+                        help="a memplan-server to plan the forwards again "
+                        "with the groups (see the doc)")
     args = parser.parse_args()
+    if args.replan:
+        replan(args.capture, args.replan)
+        return
     rows = collections.OrderedDict()
     with gzip.open(args.capture, "rt") as lines:
         for line in lines:
