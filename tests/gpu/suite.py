@@ -132,12 +132,12 @@ COLD = ("memplan_partition_cold",)
 # (install's pool_gradients=True, its default); every other memplan
 # configuration passes False.
 GRADIENTS_POOLED = ("memplan_partition_grads", "memplan_partition_private",
-                    "memplan_partition_grads_apart")
-# Configurations whose training forwards name no release groups (install's
-# group_saved_activations=False: each saved activation a pool of its own,
-# as the hook shipped before them); every other memplan configuration
-# names them (its default).
-SAVED_APART = ("memplan_partition_grads_apart",)
+                    "memplan_partition_groups")
+# Configurations whose training forwards name the saved activations their
+# backward frees together (install's group_saved_activations=True, opt-in:
+# PlanMemoryRequest.release_groups); every other memplan configuration
+# leaves each saved activation a pool of its own.
+SAVED_GROUPED = ("memplan_partition_groups",)
 # Configurations whose inference graphs go without segment reservations
 # (install's reserve_segments=False); every other memplan configuration
 # has them (its default).
@@ -148,7 +148,7 @@ UNRESERVED = ("memplan_partition_unreserved",)
 # configuration allocates from the default pool (False).
 PRIVATE_POOL = {"memplan_partition_private": True,
                 "memplan_partition_grads": "auto",
-                "memplan_partition_grads_apart": "auto"}
+                "memplan_partition_groups": "auto"}
 CONFIGS = {
     "default": (None, None),
     "inductor_pools": (None, "intermediates"),
@@ -162,7 +162,7 @@ CONFIGS = {
     "memplan_partition_grads": ("auto", "intermediates"),
     "memplan_partition_unreserved": ("auto", "intermediates"),
     "memplan_partition_private": ("auto", "intermediates"),
-    "memplan_partition_grads_apart": ("auto", "intermediates"),
+    "memplan_partition_groups": ("auto", "intermediates"),
 }
 # Configurations whose pool offsets are multiples of more than the
 # service's default 64 bytes (install's alignment): 512, the caching
@@ -1552,7 +1552,7 @@ def apply_config(torch, hook, target, config, training, shadow=False):
                      pool_gradients=config in GRADIENTS_POOLED,
                      reserve_segments=config not in UNRESERVED,
                      private_pool=PRIVATE_POOL.get(config, False),
-                     group_saved_activations=config not in SAVED_APART)
+                     group_saved_activations=config in SAVED_GROUPED)
         hook.reset_stats()
 
 

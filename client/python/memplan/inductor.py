@@ -1413,7 +1413,7 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
             client=None, training=False, entry_cache=True, alignment=0,
             probe_workspaces=True, pool_gradients=True, shadow=False,
             reserve_segments=True, private_pool="auto",
-            group_saved_activations=True):
+            group_saved_activations=False):
     """Makes Inductor's MemoryPlanner take its pools and offsets from the
     memplan-server at `target` (see the module's doc), until uninstall().
 
@@ -1475,8 +1475,10 @@ def install(target="127.0.0.1:50051", *, strategy="auto", pool_mode=None,
       that keeps the forward's predicted peak. The backward frees a group
       after one kernel, with nothing allocated between its frees, so
       sharing costs nothing there; the forward allocates the pool at its
-      first member. On by default (docs/gpu.md, "Saved activations in
-      shared pools"). Inductor's partition is wrapped to read the backward
+      first member. Off by default until a GPU run measures it (docs/gpu.md,
+      "Saved activations sharing pools": offline, on the H100 capture, the
+      CNN forwards' pools fall by 24 to 43% at the same predicted peaks).
+      Inductor's partition is wrapped to read the backward
       (torch._inductor.compile_fx.min_cut_rematerialization_partition); a
       caller's own config.custom_partitioner_fn is left alone, and its
       forwards go without.
