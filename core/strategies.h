@@ -97,7 +97,10 @@ namespace memplan {
 //   21: outputs of one release group (PlanMemoryRequest.release_groups: a
 //      training forward's saved activations its backward frees at one
 //      kernel) may share a pool in pool mode intermediates, as outputs
-//      released together do (Problem::ReleasedTogether).
+//      released together do (Problem::ReleasedTogether); and in a private
+//      pool's step, a backward takes more pools than the chosen candidate
+//      only for 2 MiB less reserved per added pool (it took up to default's
+//      storages' count for 2 MiB in all).
 inline constexpr uint32_t kPlannerVersion = 21;
 
 // Returns every strategy, in a fixed order ("inductor" first). The planners
