@@ -1340,6 +1340,17 @@ class ServiceTest(unittest.TestCase):
         hook.reset_stats()
         self.client.close()
 
+    def planned_by_service(self, mp, lines):
+        """Plans `lines` with the installed hook, with no fallback
+        warning; returns the graph's stats() record, which the service
+        planned."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no fallback warning
+            mp.MemoryPlanner().plan(lines)
+        record = hook.stats()["graphs"][-1]
+        self.assertEqual(record["source"], "service")
+        return record
+
     def test_events_give_the_plan_of_inductors_groups(self):
         lines, groups = example_graph()
         events = hook.events_from_lines(lines, allocations_of(groups),
@@ -1553,11 +1564,7 @@ class ServiceTest(unittest.TestCase):
                     "pool_gradients": pool_gradients}
                 hook._install_on(mp, self.client, "auto", None, "events",
                                  **options)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("error")  # no fallback warning
-                    mp.MemoryPlanner().plan(lines)
-                record = hook.stats()["graphs"][-1]
-                self.assertEqual(record["source"], "service")
+                record = self.planned_by_service(mp, lines)
                 self.assertEqual(
                     record["request"].options.outputs_released_together,
                     together)
@@ -1601,11 +1608,7 @@ class ServiceTest(unittest.TestCase):
                 hook._install_on(mp, self.client, "auto", None, "events",
                                  training=True,
                                  group_saved_activations=grouped)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("error")  # no fallback warning
-                    mp.MemoryPlanner().plan(lines)
-                record = hook.stats()["graphs"][-1]
-                self.assertEqual(record["source"], "service")
+                record = self.planned_by_service(mp, lines)
                 self.assertEqual(
                     [list(g.outputs)
                      for g in record["request"].release_groups], expected)

@@ -285,25 +285,20 @@ TEST(PartitionPlannerTest, OutputsKeepPoolsOfTheirOwn) {
   EXPECT_EQ(plan.pools[out1].size, 128);
 }
 
-//   bytes ^
-//    1256 |  e       f             g0, g1, g2 (outputs, 128 bytes each,
-//         | ###     ###            to the end) after e (1000) and a (64),
-//         | ###  g0 g1 g2          beside f (1000) at 3: the peak with a
-//         +--+---+---+---+---+-->  pool per output is 1256 at 3. Released
-//            0   2   3   4   6     together, g1 joins g0's pool (256 at 2,
-//                                  1256 at 3); g2 in it would hold 1384.
-TEST(PartitionPlannerTest, OutputsReleasedTogetherShareWhereThatKeepsThePeak) {
-  Problem problem = WholeGraph(
+// a (64 bytes) then outputs g0, g1, g2 (128 bytes each, to the end),
+// after e (1000 bytes at [0, 2)) and, with `f`, beside f (1000 at [3, 4)).
+Problem OutputsAfterA(bool f) {
+  std::vector<UnplannedBuffer> unplanned = {
+      {"e", 1000, "cuda:0", {0, 2}, false}};
+  if (f) unplanned.push_back({"f", 1000, "cuda:0", {3, 4}, false});
+  return WholeGraph(
       {MakeBuffer("a", 64, 0, 2), MakeBuffer("g0", 128, 2, 6, true),
        MakeBuffer("g1", 128, 3, 6, true), MakeBuffer("g2", 128, 4, 6, true)},
-      {{"e", 1000, "cuda:0", {0, 2}, false},
-       {"f", 1000, "cuda:0", {3, 4}, false}});
-  const Plan apart = PlanAndValidate(PartitionPlanner(), problem);
-  EXPECT_EQ(apart.pools.size(), 4u);
-  EXPECT_EQ(PeaksOf(problem, apart).predicted, 1256);
+      std::move(unplanned));
+}
 
-  problem.outputs_released_together = true;
-  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+// g1 on top of g0 in one pool of 256 bytes, g2 and a in pools of their own.
+void ExpectG1OnG0AndTheRestApart(const Plan& plan) {
   ASSERT_EQ(plan.pools.size(), 3u);
   const int32_t shared = plan.assignments[1].pool;
   EXPECT_EQ(plan.assignments[2].pool, shared);
@@ -312,6 +307,24 @@ TEST(PartitionPlannerTest, OutputsReleasedTogetherShareWhereThatKeepsThePeak) {
   EXPECT_NE(plan.assignments[0].pool, shared);  // never with an intermediate
   EXPECT_NE(plan.assignments[0].pool, plan.assignments[3].pool);
   EXPECT_EQ(plan.pools[shared].size, 256);
+}
+
+//   bytes ^
+//    1256 |  e       f             g0, g1, g2 (outputs, 128 bytes each,
+//         | ###     ###            to the end) after e (1000) and a (64),
+//         | ###  g0 g1 g2          beside f (1000) at 3: the peak with a
+//         +--+---+---+---+---+-->  pool per output is 1256 at 3. Released
+//            0   2   3   4   6     together, g1 joins g0's pool (256 at 2,
+//                                  1256 at 3); g2 in it would hold 1384.
+TEST(PartitionPlannerTest, OutputsReleasedTogetherShareWhereThatKeepsThePeak) {
+  Problem problem = OutputsAfterA(/*f=*/true);
+  const Plan apart = PlanAndValidate(PartitionPlanner(), problem);
+  EXPECT_EQ(apart.pools.size(), 4u);
+  EXPECT_EQ(PeaksOf(problem, apart).predicted, 1256);
+
+  problem.outputs_released_together = true;
+  const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
+  ExpectG1OnG0AndTheRestApart(plan);
   EXPECT_EQ(PeaksOf(problem, plan).predicted, 1256);
   // Without f, all three share one pool (384 bytes from 2, below e's 1064).
   // In mode none every output keeps a pool of its own.
@@ -329,21 +342,12 @@ TEST(PartitionPlannerTest, OutputsReleasedTogetherShareWhereThatKeepsThePeak) {
 // without f, where outputs released together would share one pool of
 // three; an output of no group (-1) never shares.
 TEST(PartitionPlannerTest, OutputsOfOneReleaseGroupShareOnlyWithEachOther) {
-  Problem problem = WholeGraph(
-      {MakeBuffer("a", 64, 0, 2), MakeBuffer("g0", 128, 2, 6, true),
-       MakeBuffer("g1", 128, 3, 6, true), MakeBuffer("g2", 128, 4, 6, true)},
-      {{"e", 1000, "cuda:0", {0, 2}, false}});
+  Problem problem = OutputsAfterA(/*f=*/false);
   problem.buffers[1].release_group = 0;
   problem.buffers[2].release_group = 0;
   problem.buffers[3].release_group = 1;
   const Plan plan = PlanAndValidate(PartitionPlanner(), problem);
-  ASSERT_EQ(plan.pools.size(), 3u);
-  const int32_t shared = plan.assignments[1].pool;
-  EXPECT_EQ(plan.assignments[2].pool, shared);
-  EXPECT_EQ(plan.assignments[2].offset, 128);
-  EXPECT_NE(plan.assignments[3].pool, shared);
-  EXPECT_NE(plan.assignments[0].pool, shared);
-  EXPECT_EQ(plan.pools[shared].size, 256);
+  ExpectG1OnG0AndTheRestApart(plan);
   EXPECT_EQ(PeaksOf(problem, plan).predicted, 1064);
   // g2 in group 0 too: one pool of outputs; then g1 apart (-1): its own.
   problem.buffers[3].release_group = 0;
