@@ -1221,13 +1221,15 @@ class PoolViewTest(unittest.TestCase):
 
 
 class UsedNode:
-    """An FX node as memplan.release_groups reads it: op, name, users, and
-    meta["val"] (here only its storage: `storage`, shared by views)."""
+    """An FX node as memplan.release_groups reads it: op, name, target,
+    users, and meta["val"] (here only its storage: `storage`, shared by
+    views, of `size` bytes)."""
 
-    def __init__(self, op, name, inputs=(), storage=None):
+    def __init__(self, op, name, inputs=(), storage=None, target="",
+                 size=1):
         self.op, self.name, self.users = op, name, {}
         self.args = (tuple(inputs),) if op == "output" else tuple(inputs)
-        self.storage = storage
+        self.storage, self.target, self.size = storage, target, size
         self.meta = {}
         for node in inputs:
             node.users[self] = None
@@ -1253,7 +1255,8 @@ def backward_module():
     last = UsedNode("call_function", "bn_backward", [first, relu, mean],
                   storage="g")
     through_view = UsedNode("call_function", "conv_backward", [last, view],
-                          storage="h")
+                          storage="h",
+                          target="aten.convolution_backward.default")
     output = UsedNode("output", "output", [through_view, kept])
     return fx_module([relu, mean, conv, kept, unused, tangents, first, view,
                       last, through_view, output])
@@ -1305,21 +1308,88 @@ class ReleaseGroupsTest(unittest.TestCase):
         def partition(*args, **kwargs):
             return forward, backward
         with mock.patch.object(release_groups, "_fake_storage",
-                               lambda node: getattr(node, "storage", None)):
+                               lambda node: getattr(node, "storage", None)), \
+                mock.patch.object(release_groups, "_fake_nbytes",
+                                  lambda node: node.size):
             wrapped = release_groups.wrap_partition(partition)
             self.assertEqual(wrapped("joint", [1]), (forward, backward))
         self.assertEqual(wrapped.__wrapped__, partition)
+        # conv is read last by the extern conv_backward: a segment of its
+        # own, apart from relu and mean.
         expected = {"relu": 8, "mean": 8, "conv": 9, "kept": None,
                     "unused": None}
-        self.assertEqual(release_groups.last_uses_of(forward), expected)
+        self.assertEqual(release_groups.free_points_of(forward), expected)
         # A copy of the forward (no meta of its own) with the same output
         # names: this thread's last partition; other names: none.
         copy = fx_module(forward.graph.nodes)
         del copy.meta
-        self.assertEqual(release_groups.last_uses_of(copy), expected)
+        self.assertEqual(release_groups.free_points_of(copy), expected)
         other = UsedNode("call_function", "other")
-        self.assertEqual(release_groups.last_uses_of(
+        self.assertEqual(release_groups.free_points_of(
             fx_module([other, UsedNode("output", "output", [other])])), {})
+
+    @staticmethod
+    def batch_norm_backward(tangent_bytes, mul_target=""):
+        """A backward graph: an extern node (5), then a batch norm's
+        backward reading x and mean last at 6, rstd at 7 and big at 8, then
+        an extern node (9). Bytes: x 100, mean and rstd 4, big 1000,
+        tangents `tangent_bytes`, every value 100 but the extern outputs'
+        10. Simulated live bytes (tangents of 10): 1128, 1218 (the peak),
+        1214, 1210, 120 at nodes 5 to 9."""
+        x = UsedNode("placeholder", "x", storage="x", size=100)
+        mean = UsedNode("placeholder", "mean", storage="mean", size=4)
+        rstd = UsedNode("placeholder", "rstd", storage="rstd", size=4)
+        big = UsedNode("placeholder", "big", storage="big", size=1000)
+        tangents = UsedNode("placeholder", "tangents_1", storage="t",
+                            size=tangent_bytes)
+        extern = "aten.convolution_backward.default"
+        grad_1 = UsedNode("call_function", "grad_1", [tangents],
+                          storage="g1", target=extern, size=10)
+        sub = UsedNode("call_function", "sub", [x, mean], storage="sub",
+                       size=100)
+        mul = UsedNode("call_function", "mul", [sub, rstd], storage="mul",
+                       target=mul_target, size=100)
+        add = UsedNode("call_function", "add", [mul, big], storage="add",
+                       size=100)
+        grad_2 = UsedNode("call_function", "grad_2", [add], storage="g2",
+                          target=extern, size=10)
+        output = UsedNode("output", "output", [grad_2, grad_1])
+        return fx_module([x, mean, rstd, big, tangents, grad_1, sub, mul,
+                          add, grad_2, output])
+
+    def free_points(self, module, size_of=lambda node: node.size):
+        storage_of = lambda node: node.storage  # noqa: E731
+        last_uses = release_groups.saved_last_uses(module, storage_of)
+        self.assertEqual(last_uses, {"x": 6, "mean": 6, "rstd": 7, "big": 8})
+        return release_groups.free_points(module, last_uses, storage_of,
+                                          size_of)
+
+    def test_free_points_group_a_segment_unless_it_raises_the_peak(self):
+        # Holding x and mean (104 bytes) to rstd's free would raise node
+        # 7's 1214 bytes past the peak of 1218: cut there; rstd held to
+        # big's free adds 4 bytes to node 8's 1210: one group.
+        self.assertEqual(self.free_points(self.batch_norm_backward(10)),
+                         {"x": 6, "mean": 6, "rstd": 8, "big": 8})
+        # With a peak of 1618 at node 5, the whole segment is one group.
+        self.assertEqual(self.free_points(self.batch_norm_backward(500)),
+                         {"x": 8, "mean": 8, "rstd": 8, "big": 8})
+
+    def test_free_points_never_group_across_an_extern_node(self):
+        # mul an extern kernel: rstd read last by it is in a segment of its
+        # own, apart from x and mean, however much memory there is.
+        self.assertEqual(
+            self.free_points(self.batch_norm_backward(500, "aten.mm.default")),
+            {"x": 6, "mean": 6, "rstd": 8, "big": 8})
+
+    def test_free_points_are_the_last_uses_where_a_size_is_symbolic(self):
+        module = self.batch_norm_backward(500)
+        self.assertEqual(
+            self.free_points(module, lambda node: None if node.name == "add"
+                             else node.size),
+            {"x": 6, "mean": 6, "rstd": 7, "big": 8})
+        module.graph.nodes[1].storage = None  # mean: no storage
+        self.assertEqual(self.free_points(module),
+                         {"x": 6, "mean": 6, "rstd": 7, "big": 8})
 
 
 class ServiceTest(unittest.TestCase):

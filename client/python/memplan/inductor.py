@@ -1224,8 +1224,8 @@ def _saved_release_groups(graph, request):
     noted nothing, or on any error (a warning: the plan is then made as
     without them)."""
     try:
-        last_uses = release_groups.last_uses_of(graph.module)
-        if not last_uses:
+        points = release_groups.free_points_of(graph.module)
+        if not points:
             return []
         if request.events:
             outputs = set(request.output_names)
@@ -1235,7 +1235,7 @@ def _saved_release_groups(graph, request):
         output_args, output_buffers = _forward_output_buffers(graph)
         return [pb.ReleaseGroup(outputs=names)
                 for names in release_groups.release_groups(
-                    output_args, output_buffers, last_uses, outputs)]
+                    output_args, output_buffers, points, outputs)]
     except Exception as error:  # never a reason to fail the graph
         log.warning("memplan: cannot read the forward's saved activations: "
                     "%s", error)
@@ -1394,8 +1394,11 @@ def _install_cache_key(state):
 # 15: a private-pool forward's reservation sized at run time, from its
 # backward's plan (reservation_bytes), and backward graphs compiled right
 # after their forward; 16: a training forward's request names the saved
-# activations its backward frees together (PlanMemoryRequest.release_groups).
-_CODEGEN_VERSION = 16
+# activations its backward frees together (PlanMemoryRequest.release_groups);
+# 17: release groups of saved activations read last between the same two
+# extern nodes of the backward, cut where holding them would raise its
+# simulated peak (release_groups.free_points).
+_CODEGEN_VERSION = 17
 
 
 def private_pool_value(private_pool):

@@ -6,29 +6,38 @@ min_cut_rematerialization_partition) before Inductor compiles either: the
 forward returns the user's outputs, then the activations it saves, and the
 backward takes each saved activation as a graph input of the same name,
 which Inductor's backward code frees (`del`) after the last kernel that
-reads it. Saved activations whose last reader in the backward's FX graph is
-one node are read last by one kernel, so the backward frees them together,
-with nothing allocated between their frees: one pool of the forward may
-hold all of them at no cost in the backward (a pool is released with its
-last buffer). The forward's request names them as one release group
-(PlanMemoryRequest.release_groups), and the service may then put them in
-one pool where that keeps the forward's predicted peak.
+reads it. A pool of the forward is released with its last buffer, so
+saved activations sharing one pool are held until the last of them is
+freed: at no cost where the backward frees them together.
 
-    backward FX:   ... convolution_backward(relu_3, primals_9, ...)  <- last
-                   reader of relu_3 and of getitem_7: one release group
+Which FX nodes become one kernel is decided only when Inductor compiles the
+backward, after the forward's plan is made. Inductor fuses the pointwise
+and reduction nodes between two extern kernels (convolution, matmul,
+attention: each allocates its output on its own), so the saved activations
+read last between two extern nodes are freed close together: a batch
+norm's input, mean and rstd are read last by different FX nodes and freed
+after one fused kernel. Such saved activations form one release group
+(PlanMemoryRequest.release_groups) as long as holding the earlier ones to
+the last one's free keeps the backward's memory, simulated in FX order
+(each node's value allocated at the node and freed after its storage's
+last reader, saved activations from the graph's entry), at or below its
+simulated peak; a group that would raise it is split where it would
+(free_points). The service may then put a group in one pool where that
+keeps the forward's predicted peak.
 
-The backward's FX order is the one Inductor schedules from; Inductor may
-fuse the reader with its neighbours or move kernels, but the members of
-one group stay inputs of one kernel, its last reader.
+    backward FX:   convolution_backward(...)          <- extern: segment 3
+                   sub(conv_3, mean_3); mul(..., rstd_3); sum(...)
+                   ... last readers of conv_3, mean_3, rstd_3
+                   convolution_backward(...)          <- segment 4
+    release group: conv_3, mean_3, rstd_3 (if the simulation allows)
 
 install() wraps Inductor's partition (torch._inductor.compile_fx.
 min_cut_rematerialization_partition, as Inductor calls it for training
 graphs) so that each partition notes, on the forward graph module it
-returns, the backward index of each saved activation's last reader
-(saved_last_uses); the forward's planning reads it back (last_uses_of).
-Nothing here imports torch at module level: the functions take graph
-modules duck-typed (nodes with .op, .name, .users, .meta), so that tests
-run without torch.
+returns, each saved activation's free point (free_points); the forward's
+planning reads it back (free_points_of). Nothing here imports torch at
+module level: the functions take graph modules duck-typed (nodes with .op,
+.name, .target, .users, .meta), so that tests run without torch.
 """
 
 import collections
@@ -55,6 +64,46 @@ def _fake_storage(node):
         return StorageWeakRef(storage())
     except Exception:  # a value without a storage (a symbolic size)
         return None
+
+
+# The aten ops Inductor runs as extern kernels (cuBLAS, cuDNN, attention
+# libraries): each allocates its own output, so frees before and after one
+# are apart; the nodes between two of them are what Inductor fuses.
+EXTERN_OPS = frozenset((
+    "convolution", "convolution_backward", "mm", "addmm", "bmm", "baddbmm",
+    "_int_mm", "_scaled_mm",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_cudnn_attention_backward",
+    "_efficient_attention_forward", "_efficient_attention_backward",
+    "_flash_attention_forward", "_flash_attention_backward"))
+
+
+def _fake_nbytes(node):
+    """The bytes of the storage of node's value (its FakeTensor's), 0 for a
+    value that is no tensor, or None where the size is symbolic."""
+    value = getattr(node, "meta", {}).get("val")
+    storage = getattr(value, "untyped_storage", None)
+    if storage is None:
+        return 0
+    try:
+        size = storage().nbytes()
+    except Exception:  # a value without a storage
+        return None
+    # A SymInt (dynamic shapes) is symbolic: never int() it (a guard).
+    return size if isinstance(size, int) else None
+
+
+def is_extern(node):
+    """Whether an FX node is an aten op Inductor runs as an extern kernel
+    (EXTERN_OPS; its target prints as aten.<op>.<overload>)."""
+    if getattr(node, "op", None) != "call_function":
+        return False
+    parts = str(getattr(node, "target", "")).split(".")
+    return len(parts) >= 2 and parts[0] == "aten" and parts[1] in EXTERN_OPS
 
 
 def saved_last_uses(backward_module, storage_of=None):
@@ -91,6 +140,99 @@ def saved_last_uses(backward_module, storage_of=None):
     return last_uses
 
 
+def free_points(backward_module, last_uses, storage_of=None, size_of=None):
+    """Per saved activation of saved_last_uses(backward_module) (`last_uses`:
+    {name: FX index or None}), the FX index at which its release group is
+    freed: the latest last use in its group. A group is a run of saved
+    activations, in order of last use, between the same two extern nodes
+    (is_extern: an extern node opens a segment that holds it), cut before
+    any member whose joining would raise the backward's simulated memory
+    above its simulated peak. The simulation walks the FX order: a storage
+    (`storage_of`'s key, views share it; default: FakeTensor storages) is
+    allocated at its first node (saved activations and tangents at the
+    entry) with `size_of(node)` bytes (default: the FakeTensor's; None
+    means symbolic) and freed after its last reader (never where the graph
+    returns it); a group's members are held from their own last use to the
+    group's. Returns {name: free point or None}; `last_uses` itself (groups
+    of one last reader only) where a size is symbolic, a saved activation
+    has no storage or a node is unreadable.
+    """
+    storage_of = storage_of or _fake_storage
+    size_of = size_of or _fake_nbytes
+    nodes = list(backward_module.graph.nodes)
+    try:
+        storages = _simulated_storages(nodes, storage_of, size_of)
+    except Exception:  # an unusual graph: groups of one last reader only
+        storages = None
+    key_of = {node.name: storage_of(node) for node in nodes}
+    if storages is None or any(key_of.get(name) not in storages
+                               for name in last_uses):
+        return dict(last_uses)
+    live = _live_bytes(len(nodes), storages.values())
+    peak = max(live, default=0)
+    segment, opened = [], 0
+    for node in nodes:
+        opened += is_extern(node)
+        segment.append(opened)
+    points, group, held = {}, [], {}
+    for use, name in sorted((use, name) for name, use in last_uses.items()
+                            if use is not None):
+        if group:
+            last = group[-1][0]
+            holding = sum(held.values())
+            if segment[use] != segment[last] or any(
+                    live[index] + holding > peak
+                    for index in range(last + 1, use + 1)):
+                points.update((member, last) for _, member in group)
+                group, held = [], {}
+        group.append((use, name))
+        held[key_of[name]] = storages[key_of[name]][2]
+    if group:
+        points.update((member, group[-1][0]) for _, member in group)
+    points.update((name, None) for name, use in last_uses.items()
+                  if use is None)
+    return points
+
+
+def _simulated_storages(nodes, storage_of, size_of):
+    """{storage key: (first node index, last reader index or None where the
+    graph returns it, bytes)} of free_points' simulation, or None where a
+    size is symbolic."""
+    order = {node: index for index, node in enumerate(nodes)}
+    storages = {}
+    for index, node in enumerate(nodes):
+        key = None if node.op == "output" else storage_of(node)
+        if key is None:
+            continue
+        if key not in storages:
+            size = size_of(node)
+            if size is None:
+                return None
+            storages[key] = [index, index, size]
+        entry = storages[key]
+        for user in node.users:
+            if user.op == "output" or entry[1] is None:
+                entry[1] = None
+            else:
+                entry[1] = max(entry[1], order[user])
+    return {key: tuple(entry) for key, entry in storages.items()}
+
+
+def _live_bytes(count, storages):
+    """Per FX index, the bytes of the simulated storages live at it: from
+    their first node to their last reader, both included."""
+    delta = [0] * (count + 1)
+    for first, last, size in storages:
+        delta[first] += size
+        if last is not None:
+            delta[last + 1] -= size
+    live, running = [], 0
+    for index in range(count):
+        running += delta[index]
+        live.append(running)
+    return live
+
+
 def forward_output_names(forward_module):
     """The names of a forward graph module's outputs, in order ("" for an
     output that is no node)."""
@@ -102,47 +244,50 @@ def forward_output_names(forward_module):
 
 
 def note_partition(forward_module, backward_module):
-    """Notes saved_last_uses(backward_module) on forward_module's meta and
-    as this thread's last partition. Never raises: a graph it cannot read
-    is noted as having none."""
+    """Notes the free points of backward_module's saved activations
+    (free_points of saved_last_uses) on forward_module's meta and as this
+    thread's last partition. Never raises: a graph it cannot read is noted
+    as having none."""
     try:
-        last_uses = saved_last_uses(backward_module)
+        points = free_points(backward_module,
+                             saved_last_uses(backward_module))
         names = forward_output_names(forward_module)
     except Exception:  # an unusual graph: no release groups for it
-        last_uses, names = {}, None
+        points, names = {}, None
     meta = getattr(forward_module, "meta", None)
     if isinstance(meta, dict):
-        meta[META_KEY] = last_uses
-    _last.partition = (names, last_uses)
+        meta[META_KEY] = points
+    _last.partition = (names, points)
 
 
-def last_uses_of(forward_module):
-    """The last uses note_partition noted for a forward graph module being
-    compiled: from its meta, else from this thread's last partition where
-    that partition's forward had the same output names (Inductor lowering
-    a copy of it); {} where none was noted."""
+def free_points_of(forward_module):
+    """The free points note_partition noted for a forward graph module
+    being compiled: from its meta, else from this thread's last partition
+    where that partition's forward had the same output names (Inductor
+    lowering a copy of it); {} where none was noted."""
     meta = getattr(forward_module, "meta", None)
     if isinstance(meta, dict) and META_KEY in meta:
         return meta[META_KEY]
-    names, last_uses = getattr(_last, "partition", (None, {}))
+    names, points = getattr(_last, "partition", (None, {}))
     try:
         if names is not None and names == forward_output_names(
                 forward_module):
-            return last_uses
+            return points
     except Exception:
         pass
     return {}
 
 
-def release_groups(output_args, output_buffers, last_uses, outputs):
+def release_groups(output_args, output_buffers, points, outputs):
     """The release groups of a training forward's request.
 
     output_args: per FX output, (name, is a placeholder); output_buffers:
     per output in the same order, the buffer Inductor returns for it (None
-    where unknown); last_uses: saved_last_uses of its backward; outputs:
-    the names the request may name (its output names). A buffer's key is
-    its FX outputs' last use in the backward (the latest, where several
-    outputs are views of it), or none where one of them is a graph input,
+    where unknown); points: free_points of its backward (or its
+    saved_last_uses: groups of one last reader); outputs: the names the
+    request may name (its output names). A buffer's key is its FX outputs'
+    free point in the backward (the latest, where several outputs are
+    views of it), or none where one of them is a graph input,
     a user output (not saved), returned by the backward or never read.
     Returns the lists of buffer names of equal key, two or more each, in
     order of the key, each in order of the outputs; [] where the lengths
@@ -153,7 +298,7 @@ def release_groups(output_args, output_buffers, last_uses, outputs):
     for (name, placeholder), buffer in zip(output_args, output_buffers):
         if not buffer or buffer not in outputs:
             continue
-        key = None if placeholder else last_uses.get(name)
+        key = None if placeholder else points.get(name)
         if buffer in key_of:
             previous = key_of[buffer]
             key = None if previous is None or key is None else \
@@ -169,10 +314,10 @@ def release_groups(output_args, output_buffers, last_uses, outputs):
 
 def wrap_partition(partition):
     """`partition` (Inductor's min_cut_rematerialization_partition) noting
-    each forward's saved activations' last uses (note_partition)."""
-    def partition_noting_last_uses(*args, **kwargs):
+    each forward's saved activations' free points (note_partition)."""
+    def partition_noting_free_points(*args, **kwargs):
         forward_module, backward_module = partition(*args, **kwargs)
         note_partition(forward_module, backward_module)
         return forward_module, backward_module
-    partition_noting_last_uses.__wrapped__ = partition
-    return partition_noting_last_uses
+    partition_noting_free_points.__wrapped__ = partition
+    return partition_noting_free_points
