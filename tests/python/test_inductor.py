@@ -1357,12 +1357,13 @@ class ReleaseGroupsTest(unittest.TestCase):
         return fx_module([x, mean, rstd, big, tangents, grad_1, sub, mul,
                           add, grad_2, output])
 
-    def free_points(self, module, size_of=lambda node: node.size):
+    def free_points(self, module, size_of=lambda node: node.size,
+                    unpooled=()):
         storage_of = lambda node: node.storage  # noqa: E731
         last_uses = release_groups.saved_last_uses(module, storage_of)
         self.assertEqual(last_uses, {"x": 6, "mean": 6, "rstd": 7, "big": 8})
         return release_groups.free_points(module, last_uses, storage_of,
-                                          size_of)
+                                          size_of, unpooled)
 
     def test_free_points_group_a_segment_unless_it_raises_the_peak(self):
         # Holding x and mean (104 bytes) to rstd's free would raise node
@@ -1373,6 +1374,30 @@ class ReleaseGroupsTest(unittest.TestCase):
         # With a peak of 1618 at node 5, the whole segment is one group.
         self.assertEqual(self.free_points(self.batch_norm_backward(500)),
                          {"x": 8, "mean": 8, "rstd": 8, "big": 8})
+        # x an extern kernel's output (in no pool of the forward): held by
+        # no pool, so mean and rstd alone are held (4 and 8 bytes, to 1218
+        # at nodes 7 and 8): one group at the peak of 1218 too.
+        self.assertEqual(self.free_points(self.batch_norm_backward(10),
+                                          unpooled={"x"}),
+                         {"x": 8, "mean": 8, "rstd": 8, "big": 8})
+
+    def test_extern_outputs_are_extern_nodes_and_their_getitems(self):
+        x = UsedNode("placeholder", "primals_1")
+        conv = UsedNode("call_function", "convolution", [x],
+                        target="aten.convolution.default")
+        attention = UsedNode(
+            "call_function", "attention", [conv],
+            target="aten._scaled_dot_product_efficient_attention.default")
+        out = UsedNode("call_function", "getitem", [attention],
+                       target="getitem")
+        relu = UsedNode("call_function", "relu", [conv],
+                        target="aten.relu.default")
+        stat = UsedNode("call_function", "getitem_1", [relu],
+                        target="getitem")
+        module = fx_module([x, conv, attention, out, relu, stat,
+                            UsedNode("output", "output", [out, relu])])
+        self.assertEqual(release_groups.extern_outputs(module),
+                         {"convolution", "attention", "getitem"})
 
     def test_free_points_never_group_across_an_extern_node(self):
         # mul an extern kernel: rstd read last by it is in a segment of its

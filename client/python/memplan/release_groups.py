@@ -140,7 +140,8 @@ def saved_last_uses(backward_module, storage_of=None):
     return last_uses
 
 
-def free_points(backward_module, last_uses, storage_of=None, size_of=None):
+def free_points(backward_module, last_uses, storage_of=None, size_of=None,
+                unpooled=()):
     """Per saved activation of saved_last_uses(backward_module) (`last_uses`:
     {name: FX index or None}), the FX index at which its release group is
     freed: the latest last use in its group. A group is a run of saved
@@ -153,7 +154,9 @@ def free_points(backward_module, last_uses, storage_of=None, size_of=None):
     entry) with `size_of(node)` bytes (default: the FakeTensor's; None
     means symbolic) and freed after its last reader (never where the graph
     returns it); a group's members are held from their own last use to the
-    group's. Returns {name: free point or None}; `last_uses` itself (groups
+    group's, but those named in `unpooled` (saved activations the forward
+    allocates outside its pools: extern_outputs), whose storage no pool
+    holds. Returns {name: free point or None}; `last_uses` itself (groups
     of one last reader only) where a size is symbolic, a saved activation
     has no storage or a node is unreadable.
     """
@@ -186,7 +189,8 @@ def free_points(backward_module, last_uses, storage_of=None, size_of=None):
                 points.update((member, last) for _, member in group)
                 group, held = [], {}
         group.append((use, name))
-        held[key_of[name]] = storages[key_of[name]][2]
+        if name not in unpooled:
+            held[key_of[name]] = storages[key_of[name]][2]
     if group:
         points.update((member, group[-1][0]) for _, member in group)
     points.update((name, None) for name, use in last_uses.items()
@@ -233,6 +237,22 @@ def _live_bytes(count, storages):
     return live
 
 
+def extern_outputs(forward_module):
+    """The names of a forward graph module's nodes whose value an extern
+    kernel allocates (is_extern nodes and the getitem nodes that take their
+    results apart): Inductor's code allocates them outside any pool."""
+    names = set()
+    for node in forward_module.graph.nodes:
+        source = node
+        target = getattr(node, "target", "")
+        if getattr(target, "__name__", target) == "getitem" and \
+                getattr(node, "args", None):
+            source = node.args[0]
+        if is_extern(source):
+            names.add(node.name)
+    return names
+
+
 def forward_output_names(forward_module):
     """The names of a forward graph module's outputs, in order ("" for an
     output that is no node)."""
@@ -250,7 +270,8 @@ def note_partition(forward_module, backward_module):
     as having none."""
     try:
         points = free_points(backward_module,
-                             saved_last_uses(backward_module))
+                             saved_last_uses(backward_module),
+                             unpooled=extern_outputs(forward_module))
         names = forward_output_names(forward_module)
     except Exception:  # an unusual graph: no release groups for it
         points, names = {}, None
