@@ -165,6 +165,11 @@ const std::map<std::string, Configuration>& Configurations() {
           // carry options.private_pool, its forwards reserve_segments.
           {"partition_private",
            {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES, true}},
+          // install(pool_gradients=True, group_saved_activations=True)
+          // (MEMPLAN_WHOLE_GRAPH_H100_GROUPS): its training forwards'
+          // requests carry release_groups.
+          {"partition_groups",
+           {v1::STRATEGY_AUTO, v1::POOL_MODE_INTERMEDIATES, true}},
       };
   return *kConfigurations;
 }
@@ -1010,6 +1015,12 @@ constexpr H100Gap kRunsJGaps[] = {
     {"swin_t.training.1", 0.02},
 };
 
+// Run G1's private-pool reservations (ReleaseGroupsPlanWhatTheH100Measured):
+// the six forwards in each of the two configurations reserve, and two
+// backward plans size their forward's reservation for the step.
+constexpr int kG1Reserving = 12;
+constexpr int kG1StepReserving = 2;
+
 TEST_F(WholeGraphGpuTest, AnotherH100RunOfTheShippedHookIsWhatItMeasured) {
   // The reservations counted are those of the graphs whose kept request is
   // a private pool's: vit_b_16's and swin_t's forwards (efficientnet_b0's
@@ -1022,6 +1033,38 @@ TEST_F(WholeGraphGpuTest, AnotherH100RunOfTheShippedHookIsWhatItMeasured) {
   CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100_RUNS_J, 38, kRunsJGaps,
                    /*replanned=*/{}, 2, 1,
                    /*step_reservations_made=*/true);
+}
+
+// Run G1 (testdata/whole_graph/captured_h100_groups_g1.jsonl.gz: docs/gpu.md
+// "Saved activations sharing pools"): the six CNN training models with
+// memplan_partition_grads and memplan_partition_groups side by side, the
+// latter's forwards naming the saved activations their backward frees
+// together (codegen version 16: one FX last reader per group). Every graph
+// within 1% in every column, the grouped forwards included; densenet121's
+// grouped forward, whose groups share pools, makes fewer pools for the
+// same measured peak.
+TEST_F(WholeGraphGpuTest, ReleaseGroupsPlanWhatTheH100Measured) {
+  CheckH100Capture(MEMPLAN_WHOLE_GRAPH_H100_GROUPS, 12, /*gaps=*/{},
+                   /*replanned=*/{}, kG1Reserving, kG1StepReserving,
+                   /*step_reservations_made=*/true);
+  absl::StatusOr<std::vector<CapturedGraph>> captured =
+      ReadCapturedGraphs(MEMPLAN_WHOLE_GRAPH_H100_GROUPS);
+  ASSERT_TRUE(captured.ok()) << captured.status();
+  int grouped_forwards = 0;
+  for (const CapturedGraph& graph : *captured) {
+    auto grouped = graph.memplan_requests.find("partition_groups");
+    if (graph.request.has_forward()) continue;  // backward graphs
+    ASSERT_NE(grouped, graph.memplan_requests.end()) << graph.name;
+    EXPECT_GT(grouped->second.release_groups_size(), 0) << graph.name;
+    ++grouped_forwards;
+    const int grads = PlanAs(graph, "partition_grads").pools_size();
+    const int groups = PlanAs(graph, "partition_groups").pools_size();
+    EXPECT_LE(groups, grads) << graph.name;
+    if (absl::StartsWith(graph.name, "densenet121")) {
+      EXPECT_LT(groups, grads) << graph.name;
+    }
+  }
+  EXPECT_EQ(grouped_forwards, 6);
 }
 
 }  // namespace
