@@ -1412,6 +1412,13 @@ class ReleaseGroupsTest(unittest.TestCase):
             self.free_points(module, lambda node: None if node.name == "add"
                              else node.size),
             {"x": 6, "mean": 6, "rstd": 7, "big": 8})
+        def unreadable(node):
+            raise RuntimeError("no storage")
+        self.assertEqual(
+            release_groups.free_points(
+                module, {"x": 6, "mean": 6, "rstd": 7, "big": 8}, unreadable,
+                lambda node: node.size),
+            {"x": 6, "mean": 6, "rstd": 7, "big": 8})
         module.graph.nodes[1].storage = None  # mean: no storage
         self.assertEqual(self.free_points(module),
                          {"x": 6, "mean": 6, "rstd": 7, "big": 8})

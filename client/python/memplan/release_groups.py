@@ -165,9 +165,9 @@ def free_points(backward_module, last_uses, storage_of=None, size_of=None,
     nodes = list(backward_module.graph.nodes)
     try:
         storages = _simulated_storages(nodes, storage_of, size_of)
+        key_of = {node.name: storage_of(node) for node in nodes}
     except Exception:  # an unusual graph: groups of one last reader only
         storages = None
-    key_of = {node.name: storage_of(node) for node in nodes}
     if storages is None or any(key_of.get(name) not in storages
                                for name in last_uses):
         return dict(last_uses)
