@@ -164,8 +164,7 @@ def free_points(backward_module, last_uses, storage_of=None, size_of=None,
     size_of = size_of or _fake_nbytes
     nodes = list(backward_module.graph.nodes)
     try:
-        storages = _simulated_storages(nodes, storage_of, size_of)
-        key_of = {node.name: storage_of(node) for node in nodes}
+        storages, key_of = _simulated_storages(nodes, storage_of, size_of)
     except Exception:  # an unusual graph: groups of one last reader only
         storages = None
     if storages is None or any(key_of.get(name) not in storages
@@ -199,19 +198,20 @@ def free_points(backward_module, last_uses, storage_of=None, size_of=None,
 
 
 def _simulated_storages(nodes, storage_of, size_of):
-    """{storage key: (first node index, last reader index or None where the
-    graph returns it, bytes)} of free_points' simulation, or None where a
-    size is symbolic."""
+    """({storage key: (first node index, last reader index or None where the
+    graph returns it, bytes)}, {node name: storage key or None}) of
+    free_points' simulation; (None, None) where a size is symbolic."""
     order = {node: index for index, node in enumerate(nodes)}
-    storages = {}
+    storages, key_of = {}, {}
     for index, node in enumerate(nodes):
         key = None if node.op == "output" else storage_of(node)
+        key_of[node.name] = key
         if key is None:
             continue
         if key not in storages:
             size = size_of(node)
             if size is None:
-                return None
+                return None, None
             storages[key] = [index, index, size]
         entry = storages[key]
         for user in node.users:
@@ -219,7 +219,8 @@ def _simulated_storages(nodes, storage_of, size_of):
                 entry[1] = None
             else:
                 entry[1] = max(entry[1], order[user])
-    return {key: tuple(entry) for key, entry in storages.items()}
+    return ({key: tuple(entry) for key, entry in storages.items()},
+            key_of)
 
 
 def _live_bytes(count, storages):
