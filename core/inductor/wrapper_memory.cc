@@ -34,7 +34,11 @@ DeviceOrder DevicesOf(const Problem& problem, const WrapperProgram& program) {
 // storage is freed at the line where its last holder lets it go.
 class Storages {
  public:
-  explicit Storages(std::vector<DeviceMemory>& memory) : memory_(memory) {}
+  // `releases`: the entry state's references to the forward's blocks
+  // (TakeSourcedInput), `devices` their device indices; not owned.
+  Storages(std::vector<DeviceMemory>& memory, EntryReleases& releases,
+           const DeviceOrder& devices)
+      : memory_(memory), releases_(releases), devices_(devices) {}
 
   // New storages of `sizes` bytes each on device `device` (an index), held
   // by `name`, allocated at `line`, storage k at step steps[k] of it
@@ -44,7 +48,7 @@ class Storages {
                 const std::vector<int32_t>& steps = {}) {
     std::vector<size_t>& held = held_[name];
     for (size_t k = 0; k < sizes.size(); ++k) {
-      storages_.push_back(Storage{device, sizes[k], line, 1, false});
+      storages_.push_back(Held(device, sizes[k], line, /*input=*/false));
       if (k < steps.size()) storages_.back().step = steps[k];
       held.push_back(storages_.size() - 1);
     }
@@ -55,7 +59,23 @@ class Storages {
   // state (MemoryBlock::start_block), or -1.
   void TakeInput(const std::string& name, size_t device, Bytes size,
                  int32_t start_block = -1) {
-    storages_.push_back(Storage{device, size, 0, 1, true, start_block});
+    storages_.push_back(Held(device, size, 0, /*input=*/true, start_block));
+    held_[name].push_back(storages_.size() - 1);
+  }
+  // `name` takes over in place the graph input `input`, which `releases`
+  // sources to a block of the forward's: `name` holds the input's
+  // reference to that block, so the block returns where the last of its
+  // references goes, this one (when `name` lets go) or another input's
+  // FREE_INPUT. A pool of the forward holding several saved activations
+  // stays while a buffer holds one of them in place:
+  //
+  //   forward pool  [ relu | cat ]
+  //   backward      buf14 = relu; del relu   (reuse: buf14 holds the pool)
+  //                 del cat                  (the pool stays: buf14)
+  //                 del buf14                (the pool returns here)
+  void TakeSourcedInput(const std::string& name, const std::string& input) {
+    storages_.push_back(Held(0, 0, 0, /*input=*/true));
+    storages_.back().entry_input = input;
     held_[name].push_back(storages_.size() - 1);
   }
   // `holder` holds the storage number `part` of `name`'s too.
@@ -109,9 +129,31 @@ class Storages {
     int32_t start_block = -1;
     int32_t block = -1;  // its index in its device's blocks, once emitted
     int32_t step = 0;    // MemoryBlock::step of its allocation
+    // TakeSourcedInput's input: its block (device, size, start_block) is
+    // known once its last reference goes.
+    std::string entry_input;
   };
+  // A storage of one holder.
+  static Storage Held(size_t device, Bytes size, int64_t begin, bool input,
+                      int32_t start_block = -1) {
+    Storage s;
+    s.device = device;
+    s.size = size;
+    s.begin = begin;
+    s.holders = 1;
+    s.input = input;
+    s.start_block = start_block;
+    return s;
+  }
   void Emit(Storage& s, int64_t end) {
     s.holders = 0;
+    if (!s.entry_input.empty()) {
+      const EntryReleases::Release release = releases_.Free(s.entry_input);
+      if (release.handle < 0 || !devices_.Has(release.device)) return;
+      s.device = devices_[release.device];
+      s.size = release.size;
+      s.start_block = release.handle;
+    }
     std::vector<MemoryBlock>& blocks = memory_[s.device].blocks;
     s.block = static_cast<int32_t>(blocks.size());
     blocks.push_back(s.input ? MemoryBlock{end, kNeverFreed, s.size,
@@ -121,6 +163,8 @@ class Storages {
                                            /*start_block=*/-1, s.step});
   }
   std::vector<DeviceMemory>& memory_;
+  EntryReleases& releases_;
+  const DeviceOrder& devices_;
   std::vector<Storage> storages_;
   absl::flat_hash_map<std::string, std::vector<size_t>> held_;
 };
@@ -170,12 +214,7 @@ bool ApplyUnplanned(const WrapperLine& line, int64_t i,
                            line.allocation.size);
         return true;
       }
-      // Nothing returns at its release where other references hold it.
-      const EntryReleases::Release release = releases.Free(line.name);
-      if (release.handle >= 0 && devices.Has(release.device)) {
-        storages.TakeInput(line.reused_as, devices[release.device],
-                           release.size, release.handle);
-      }
+      storages.TakeSourcedInput(line.reused_as, line.name);
       return true;
     }
     case WrapperLineKind::kMultiOutput:
@@ -321,7 +360,7 @@ GraphTimeline TimelineOfLines(const Problem& problem,
 
   // With pools: what no pool holds.
   {
-    Storages storages(timeline.unplanned);
+    Storages storages(timeline.unplanned, predicted_releases, devices);
     for (int64_t i = 0; i < num_lines; ++i) {
       const WrapperLine& line = program.lines[i];
       if (ApplyUnplanned(line, i, devices, storages, timeline.unplanned,
@@ -369,7 +408,7 @@ GraphTimeline TimelineOfLines(const Problem& problem,
       }
       timeline.storage_from[to] = from;
     }
-    Storages storages(timeline.baseline);
+    Storages storages(timeline.baseline, baseline_releases, devices);
     for (int64_t i = 0; i < num_lines; ++i) {
       const WrapperLine& line = program.lines[i];
       if (ApplyUnplanned(line, i, devices, storages, timeline.baseline,

@@ -446,6 +446,53 @@ TEST(EntryStateTest, ABackwardFreesAForwardBlockAtItsLastReference) {
             14 * kMiB + kMiB / 2);
 }
 
+// The line at which the backward returns the forward's block of a (x and
+// y are views of it), on each side: every freed-input block's begin.
+std::vector<int64_t> BlockReturns(const WrapperProgram& program) {
+  const Graph backward = CudaGraph(program);
+  const Graph forward = TrainingForward();
+  const EntryState entry =
+      EntryOf(forward, OwnPools(forward.problem), {{"x", "a"}, {"y", "a"}});
+  const GraphTimeline timeline = TimelineOfLines(
+      backward.problem, backward.program, backward.lines, {}, &entry);
+  std::vector<int64_t> returns;
+  for (const std::vector<DeviceMemory>* side :
+       {&timeline.unplanned, &timeline.baseline}) {
+    for (const MemoryBlock& block : (*side)[0].blocks) {
+      if (!block.freed_input) continue;
+      EXPECT_EQ(block.size, 3 * kMiB);
+      EXPECT_GE(block.start_block, 0);
+      returns.push_back(block.begin);
+    }
+  }
+  return returns;
+}
+
+TEST(EntryStateTest, ABufferTakingOverAnInputHoldsItsForwardBlock) {
+  // `buf3 = x; del x  # reuse` (x donated): buf3 holds x's reference to
+  // a's block, so y's free returns nothing and buf3's free returns a's
+  // block (line 5), on both sides.
+  WrapperLine takeover = Reuse("x", "buf3");
+  takeover.reuses_input = true;
+  takeover.allocation.device = "cuda:0";
+  WrapperProgram program;
+  program.lines = {Allocate("buf0", kMiB), Kernel(),     takeover,
+                   FreeInput("y", 0),      Kernel(),     Free("buf3"),
+                   Free("buf0"),           Kernel()};
+  EXPECT_THAT(BlockReturns(program), ElementsAre(5, 5));
+  // buf3 let go before y's free: the block returns at y's (line 5).
+  program.lines = {Allocate("buf0", kMiB), Kernel(),          takeover,
+                   Kernel(),               Free("buf3"),      FreeInput("y", 0),
+                   Free("buf0"),           Kernel()};
+  EXPECT_THAT(BlockReturns(program), ElementsAre(5, 5));
+  // Neither let go: a's block stays in use to the end.
+  program.lines = {Allocate("buf0", kMiB), Kernel(), takeover,
+                   FreeInput("y", 0),      Kernel(), Free("buf0"),
+                   Kernel()};
+  program.output_names = {"buf3"};
+  EXPECT_THAT(BlockReturns(program), ElementsAre());
+}
+
 TEST(EntryStateTest, AnOutputTheBackwardDoesNotGetHoldsItsBlock) {
   // With a and u in one pool (pool mode combined), the user's output u
   // holds the pool: freeing a returns nothing; default's own storages
