@@ -1223,13 +1223,14 @@ class PoolViewTest(unittest.TestCase):
 class UsedNode:
     """An FX node as memplan.release_groups reads it: op, name, target,
     users, and meta["val"] (here only its storage: `storage`, shared by
-    views, of `size` bytes)."""
+    views, of `size` bytes, and its `dtype`)."""
 
     def __init__(self, op, name, inputs=(), storage=None, target="",
-                 size=1):
+                 size=1, dtype="float32"):
         self.op, self.name, self.users = op, name, {}
         self.args = (tuple(inputs),) if op == "output" else tuple(inputs)
         self.storage, self.target, self.size = storage, target, size
+        self.dtype = dtype
         self.meta = {}
         for node in inputs:
             node.users[self] = None
@@ -1243,9 +1244,10 @@ def fx_module(nodes):
 def backward_module():
     """A backward graph: relu and mean read last by one node (node 6),
     conv read last through a view of it (node 7), kept returned, unused
-    never read, tangents_1 not saved."""
-    relu = UsedNode("placeholder", "relu", storage="relu")
-    mean = UsedNode("placeholder", "mean", storage="mean")
+    never read, tangents_1 not saved. relu and mean are bfloat16, the
+    values float32: no kernel takes them over in place."""
+    relu = UsedNode("placeholder", "relu", storage="relu", dtype="bfloat16")
+    mean = UsedNode("placeholder", "mean", storage="mean", dtype="bfloat16")
     conv = UsedNode("placeholder", "conv", storage="conv")
     kept = UsedNode("placeholder", "kept", storage="kept")
     unused = UsedNode("placeholder", "unused", storage="unused")
@@ -1310,7 +1312,9 @@ class ReleaseGroupsTest(unittest.TestCase):
         with mock.patch.object(release_groups, "_fake_storage",
                                lambda node: getattr(node, "storage", None)), \
                 mock.patch.object(release_groups, "_fake_nbytes",
-                                  lambda node: node.size):
+                                  lambda node: node.size), \
+                mock.patch.object(release_groups, "_fake_dtype",
+                                  lambda node: node.dtype):
             wrapped = release_groups.wrap_partition(partition)
             self.assertEqual(wrapped("joint", [1]), (forward, backward))
         self.assertEqual(wrapped.__wrapped__, partition)
@@ -1335,8 +1339,10 @@ class ReleaseGroupsTest(unittest.TestCase):
         an extern node (9). Bytes: x 100, mean and rstd 4, big 1000,
         tangents `tangent_bytes`, every value 100 but the extern outputs'
         10. Simulated live bytes (tangents of 10): 1128, 1218 (the peak),
-        1214, 1210, 120 at nodes 5 to 9."""
-        x = UsedNode("placeholder", "x", storage="x", size=100)
+        1214, 1210, 120 at nodes 5 to 9. x is bfloat16, the values float32:
+        no kernel takes x over in place."""
+        x = UsedNode("placeholder", "x", storage="x", size=100,
+                     dtype="bfloat16")
         mean = UsedNode("placeholder", "mean", storage="mean", size=4)
         rstd = UsedNode("placeholder", "rstd", storage="rstd", size=4)
         big = UsedNode("placeholder", "big", storage="big", size=1000)
@@ -1363,7 +1369,56 @@ class ReleaseGroupsTest(unittest.TestCase):
         last_uses = release_groups.saved_last_uses(module, storage_of)
         self.assertEqual(last_uses, {"x": 6, "mean": 6, "rstd": 7, "big": 8})
         return release_groups.free_points(module, last_uses, storage_of,
-                                          size_of, unpooled)
+                                          size_of, unpooled,
+                                          lambda node: node.dtype)
+
+    @staticmethod
+    def relu_backward(where_dtype="float32"):
+        """A backward graph: an extern node (3), relu read last by le (4),
+        whose where (5) has relu's bytes and dtype and so may take relu
+        over in place, and mul (6) where's in turn; stat read last by mul;
+        then an extern node (7) reading mul. Bytes: relu, where and mul
+        100, stat 4, tangents 500, le 25, the extern outputs 10; the peak,
+        614, at node 3."""
+        relu = UsedNode("placeholder", "relu", storage="relu", size=100)
+        stat = UsedNode("placeholder", "stat", storage="stat", size=4)
+        tangents = UsedNode("placeholder", "tangents_1", storage="t",
+                            size=500)
+        extern = "aten.convolution_backward.default"
+        grad_1 = UsedNode("call_function", "grad_1", [tangents],
+                          storage="g1", target=extern, size=10)
+        le = UsedNode("call_function", "le", [relu], storage="le", size=25,
+                      dtype="bool")
+        where = UsedNode("call_function", "where", [le, grad_1],
+                         storage="where", size=100, dtype=where_dtype)
+        mul = UsedNode("call_function", "mul", [where, stat], storage="mul",
+                       size=100, dtype=where_dtype)
+        grad_2 = UsedNode("call_function", "grad_2", [mul], storage="g2",
+                          target=extern, size=10)
+        output = UsedNode("output", "output", [grad_2, grad_1])
+        return fx_module([relu, stat, tangents, grad_1, le, where, mul,
+                          grad_2, output])
+
+    def test_a_storage_taken_over_in_place_is_freed_with_its_taker(self):
+        storage_of = lambda node: node.storage  # noqa: E731
+        size_of = lambda node: node.size  # noqa: E731
+        dtype_of = lambda node: node.dtype  # noqa: E731
+        module = self.relu_backward()
+        last_uses = release_groups.saved_last_uses(module, storage_of)
+        self.assertEqual(last_uses, {"relu": 4, "stat": 6})
+        # where takes relu over, mul where: relu's storage lives until the
+        # extern node 7 reads mul, past the segment stat is freed in.
+        self.assertEqual(
+            release_groups.free_points(module, last_uses, storage_of,
+                                       size_of, (), dtype_of),
+            {"relu": 7, "stat": 6})
+        # where of another dtype takes nothing over: relu, freed at 4, is
+        # held to stat's free at 6 within the peak: one group.
+        module = self.relu_backward(where_dtype="float16")
+        self.assertEqual(
+            release_groups.free_points(module, last_uses, storage_of,
+                                       size_of, (), dtype_of),
+            {"relu": 6, "stat": 6})
 
     def test_free_points_group_a_segment_unless_it_raises_the_peak(self):
         # Holding x and mean (104 bytes) to rstd's free would raise node
@@ -1414,11 +1469,12 @@ class ReleaseGroupsTest(unittest.TestCase):
             {"x": 6, "mean": 6, "rstd": 7, "big": 8})
         def unreadable(node):
             raise RuntimeError("no storage")
-        self.assertEqual(
-            release_groups.free_points(
-                module, {"x": 6, "mean": 6, "rstd": 7, "big": 8}, unreadable,
-                lambda node: node.size),
-            {"x": 6, "mean": 6, "rstd": 7, "big": 8})
+        with self.assertWarnsRegex(UserWarning, "one last reader only"):
+            self.assertEqual(
+                release_groups.free_points(
+                    module, {"x": 6, "mean": 6, "rstd": 7, "big": 8},
+                    unreadable, lambda node: node.size),
+                {"x": 6, "mean": 6, "rstd": 7, "big": 8})
         module.graph.nodes[1].storage = None  # mean: no storage
         self.assertEqual(self.free_points(module),
                          {"x": 6, "mean": 6, "rstd": 7, "big": 8})

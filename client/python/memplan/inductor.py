@@ -1397,8 +1397,10 @@ def _install_cache_key(state):
 # activations its backward frees together (PlanMemoryRequest.release_groups);
 # 17: release groups of saved activations read last between the same two
 # extern nodes of the backward, cut where holding them would raise its
-# simulated peak (release_groups.free_points).
-_CODEGEN_VERSION = 17
+# simulated peak (release_groups.free_points); 18: a saved activation a
+# kernel may take over in place is freed with its taker in that grouping
+# (release_groups.in_place_takers).
+_CODEGEN_VERSION = 18
 
 
 def private_pool_value(private_pool):

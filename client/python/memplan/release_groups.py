@@ -22,8 +22,12 @@ the last one's free keeps the backward's memory, simulated in FX order
 (each node's value allocated at the node and freed after its storage's
 last reader, saved activations from the graph's entry), at or below its
 simulated peak; a group that would raise it is split where it would
-(free_points). The service may then put a group in one pool where that
-keeps the forward's predicted peak.
+(free_points). A saved activation whose storage a kernel may take over in
+place (Inductor writes a same-size output into a donated saved activation
+at its last read: `buf14 = relu_119; del relu_119  # reuse`) is freed only
+with its taker, and is grouped by that free (in_place_takers): a pool
+holding it stays until then. The service may then put a group in one pool
+where that keeps the forward's predicted peak.
 
     backward FX:   convolution_backward(...)          <- extern: segment 3
                    sub(conv_3, mean_3); mul(..., rstd_3); sum(...)
@@ -42,6 +46,7 @@ module level: the functions take graph modules duck-typed (nodes with .op,
 
 import collections
 import threading
+import warnings
 
 # The key the last uses are noted under, on the forward GraphModule's meta.
 META_KEY = "memplan_saved_last_uses"
@@ -97,6 +102,11 @@ def _fake_nbytes(node):
     return size if isinstance(size, int) else None
 
 
+def _fake_dtype(node):
+    """The dtype of node's value (its FakeTensor's), or None."""
+    return getattr(getattr(node, "meta", {}).get("val"), "dtype", None)
+
+
 def is_extern(node):
     """Whether an FX node is an aten op Inductor runs as an extern kernel
     (EXTERN_OPS; its target prints as aten.<op>.<overload>)."""
@@ -141,43 +151,60 @@ def saved_last_uses(backward_module, storage_of=None):
 
 
 def free_points(backward_module, last_uses, storage_of=None, size_of=None,
-                unpooled=()):
+                unpooled=(), dtype_of=None):
     """Per saved activation of saved_last_uses(backward_module) (`last_uses`:
     {name: FX index or None}), the FX index at which its release group is
-    freed: the latest last use in its group. A group is a run of saved
-    activations, in order of last use, between the same two extern nodes
-    (is_extern: an extern node opens a segment that holds it), cut before
-    any member whose joining would raise the backward's simulated memory
-    above its simulated peak. The simulation walks the FX order: a storage
-    (`storage_of`'s key, views share it; default: FakeTensor storages) is
-    allocated at its first node (saved activations and tangents at the
-    entry) with `size_of(node)` bytes (default: the FakeTensor's; None
-    means symbolic) and freed after its last reader (never where the graph
-    returns it); a group's members are held from their own last use to the
+    freed: the latest free of its group's members. A member is freed after
+    its storage's last reader, or, where a kernel may take its storage over
+    in place (in_place_takers), after the last reader of what took it over.
+    A group is a run of saved activations, in order of those frees, between
+    the same two extern nodes (is_extern: an extern node opens a segment
+    that holds it), cut before any member whose joining would raise the
+    backward's simulated memory above its simulated peak. The simulation
+    walks the FX order: a storage (`storage_of`'s key, views share it;
+    default: FakeTensor storages) is allocated at its first node (saved
+    activations and tangents at the entry) with `size_of(node)` bytes
+    (default: the FakeTensor's; None means symbolic) and freed after its
+    last reader (never where the graph returns it); a storage taken over in
+    place allocates nothing, and frees its taker's bytes after the taker's
+    last reader. A group's members are held from their own free to the
     group's, but those named in `unpooled` (saved activations the forward
     allocates outside its pools: extern_outputs), whose storage no pool
-    holds. Returns {name: free point or None}; `last_uses` itself (groups
-    of one last reader only) where a size is symbolic, a saved activation
-    has no storage or a node is unreadable.
+    holds. `dtype_of(node)`: the value's dtype or None (default: the
+    FakeTensor's). Returns {name: free point or None}; `last_uses` itself
+    (groups of one last reader only) where a size is symbolic, a saved
+    activation has no storage or a node is unreadable.
     """
     storage_of = storage_of or _fake_storage
     size_of = size_of or _fake_nbytes
+    dtype_of = dtype_of or _fake_dtype
     nodes = list(backward_module.graph.nodes)
     try:
         storages, key_of = _simulated_storages(nodes, storage_of, size_of)
-    except Exception:  # an unusual graph: groups of one last reader only
+        segment, opened = [], 0
+        for node in nodes:
+            opened += is_extern(node)
+            segment.append(opened)
+        if storages is not None:
+            takers = in_place_takers(
+                nodes, storages, key_of, segment, dtype_of,
+                [key_of.get(name) for name, use in last_uses.items()
+                 if use is not None])
+            storages = _taken_over(storages, takers)
+    except Exception as error:  # an unusual graph: one last reader's groups
+        warnings.warn(f"memplan: release groups of one last reader only: "
+                      f"the backward's FX graph could not be simulated "
+                      f"({type(error).__name__}: {error})")
         storages = None
     if storages is None or any(key_of.get(name) not in storages
                                for name in last_uses):
         return dict(last_uses)
     live = _live_bytes(len(nodes), storages.values())
     peak = max(live, default=0)
-    segment, opened = [], 0
-    for node in nodes:
-        opened += is_extern(node)
-        segment.append(opened)
+    frees = {name: None if use is None else storages[key_of[name]][1]
+             for name, use in last_uses.items()}
     points, group, held = {}, [], {}
-    for use, name in sorted((use, name) for name, use in last_uses.items()
+    for use, name in sorted((use, name) for name, use in frees.items()
                             if use is not None):
         if group:
             last = group[-1][0]
@@ -192,9 +219,94 @@ def free_points(backward_module, last_uses, storage_of=None, size_of=None,
             held[key_of[name]] = storages[key_of[name]][2]
     if group:
         points.update((member, group[-1][0]) for _, member in group)
-    points.update((name, None) for name, use in last_uses.items()
+    points.update((name, None) for name, use in frees.items()
                   if use is None)
     return points
+
+
+def in_place_takers(nodes, storages, key_of, segment, dtype_of, keys):
+    """{storage key: the key of the storage that may take it over in place},
+    for the storages `keys` names and, in turn, their takers': Inductor
+    lets a kernel write its output into a buffer it reads for the last time
+    where the two have the same bytes and dtype (a donated saved
+    activation too: `buf14 = relu_119; del relu_119  # reuse`), so the
+    storage lives on, as the taker, after its last reader. The taker of a
+    storage is the first node, at or after its last reader and in the same
+    segment (no extern node between: the nodes Inductor may fuse into the
+    last reader's kernel), that the last reader reaches through its users
+    and whose value is a new storage of the same bytes and dtype (an
+    extern node takes over nothing). `storages`, `key_of`: as
+    _simulated_storages returns them; `segment`: per FX index, the number
+    of extern nodes at or before it."""
+    first_of = {storage[0]: key for key, storage in storages.items()}
+    order = {node: index for index, node in enumerate(nodes)}
+    takers, pending, seen = {}, [key for key in keys if key is not None], set()
+    while pending:
+        key = pending.pop()
+        if key in seen or key not in storages:
+            continue
+        seen.add(key)
+        _, last, size = storages[key]
+        if last is None or is_extern(nodes[last]):
+            continue
+        dtype = dtype_of(nodes[storages[key][0]])
+        taker = _first_taker(nodes, order, last, segment, size, dtype,
+                             storages, first_of, key_of, dtype_of)
+        if taker is not None and taker != key:
+            takers[key] = taker
+            pending.append(taker)
+    return takers
+
+
+def _first_taker(nodes, order, last, segment, size, dtype, storages,
+                 first_of, key_of, dtype_of):
+    """The key of in_place_takers' taker of a storage of `size` bytes and
+    `dtype` read last by node `last` (`order`: each node's FX index), or
+    None."""
+    reached, frontier, best = {last}, [nodes[last]], None
+    while frontier:
+        node = frontier.pop()
+        index = order[node]
+        key = key_of.get(node.name)
+        if (node.op == "call_function" and not is_extern(node)
+                and first_of.get(index) == key and key is not None
+                and storages[key][2] == size
+                and _same_dtype(dtype, dtype_of(node))
+                and (best is None or index < best)):
+            best = index
+        for user in node.users:
+            position = order.get(user)
+            if position is None or position in reached or \
+                    segment[position] != segment[last] or \
+                    user.op == "output":
+                continue
+            reached.add(position)
+            frontier.append(user)
+    return None if best is None else key_of[nodes[best].name]
+
+
+def _same_dtype(a, b):
+    return a is None or b is None or a == b
+
+
+def _taken_over(storages, takers):
+    """storages with each storage taken over in place living on to its
+    takers' last reader, and the takers' own allocations dropped."""
+    merged = dict(storages)
+    for key in takers:
+        if key not in merged or key in takers.values():
+            continue  # a chain is followed from its head only
+        first, last, size = merged[key]
+        taker = takers[key]
+        steps = 0
+        while taker is not None and steps < len(storages):
+            steps += 1
+            _, taker_last, _ = merged.pop(taker, (None, last, 0))
+            last = None if last is None or taker_last is None else \
+                max(last, taker_last)
+            taker = takers.get(taker)
+        merged[key] = (first, last, size)
+    return merged
 
 
 def _simulated_storages(nodes, storage_of, size_of):
