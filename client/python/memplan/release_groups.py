@@ -293,8 +293,9 @@ def _taken_over(storages, takers):
     """storages with each storage taken over in place living on to its
     takers' last reader, and the takers' own allocations dropped."""
     merged = dict(storages)
+    taken = set(takers.values())
     for key in takers:
-        if key not in merged or key in takers.values():
+        if key not in merged or key in taken:
             continue  # a chain is followed from its head only
         first, last, size = merged[key]
         taker = takers[key]
