@@ -288,7 +288,7 @@ TEST_F(EndToEndTest, GraphHashIsTheSameInEveryProcessAndCached) {
   const std::string hash = RequestGraphHash(*request).value();
   // Changes only with kGraphHashFormatVersion or kPlannerVersion (or the
   // corpus file).
-  EXPECT_EQ(hash, "a904b6e9f365fc5a16fcea02dcdc0d70");
+  EXPECT_EQ(hash, "3625b2f48b5a1dedca0b0e64f563e8c6");
   for (const v1::CacheStatus cache :
        {v1::CACHE_STATUS_MISS, v1::CACHE_STATUS_LOCAL}) {
     const RunResult run = Memplan({"plan", "--strategy=inductor", file});

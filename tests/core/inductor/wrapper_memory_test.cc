@@ -476,19 +476,19 @@ TEST(EntryStateTest, ABufferTakingOverAnInputHoldsItsForwardBlock) {
   takeover.reuses_input = true;
   takeover.allocation.device = "cuda:0";
   WrapperProgram program;
-  program.lines = {Allocate("buf0", kMiB), Kernel(),     takeover,
-                   FreeInput("y", 0),      Kernel(),     Free("buf3"),
+  program.lines = {Allocate("buf0", kMiB), Kernel(), takeover,
+                   FreeInput("y", 0),      Kernel(), Free("buf3"),
                    Free("buf0"),           Kernel()};
   EXPECT_THAT(BlockReturns(program), ElementsAre(5, 5));
   // buf3 let go before y's free: the block returns at y's (line 5).
-  program.lines = {Allocate("buf0", kMiB), Kernel(),          takeover,
-                   Kernel(),               Free("buf3"),      FreeInput("y", 0),
-                   Free("buf0"),           Kernel()};
+  program.lines = {
+      Allocate("buf0", kMiB), Kernel(),          takeover,     Kernel(),
+      Free("buf3"),           FreeInput("y", 0), Free("buf0"), Kernel()};
   EXPECT_THAT(BlockReturns(program), ElementsAre(5, 5));
   // Neither let go: a's block stays in use to the end.
-  program.lines = {Allocate("buf0", kMiB), Kernel(), takeover,
-                   FreeInput("y", 0),      Kernel(), Free("buf0"),
-                   Kernel()};
+  program.lines = {
+      Allocate("buf0", kMiB), Kernel(), takeover, FreeInput("y", 0), Kernel(),
+      Free("buf0"),           Kernel()};
   program.output_names = {"buf3"};
   EXPECT_THAT(BlockReturns(program), ElementsAre());
 }
